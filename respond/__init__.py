@@ -1,0 +1,36 @@
+"""respond: the OpenAI Responses API for local and self-hosted models."""
+
+from respond.app import create_app
+from respond.engines._base import (
+    ChatMessage,
+    ChatTurn,
+    Delta,
+    Engine,
+    EngineError,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChatMessage",
+    "ChatTurn",
+    "Delta",
+    "Engine",
+    "EngineError",
+    "Finish",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "Usage",
+    "__version__",
+    "create_app",
+]

@@ -1,0 +1,3 @@
+from respond.cli import main
+
+main()

@@ -1,0 +1,34 @@
+"""Settings: command-line flags > environment (RESPOND_*) > defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Settings", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """$RESPOND_DATA_DIR, else $XDG_DATA_HOME/respond, else ~/.local/share/respond."""
+    explicit = os.environ.get("RESPOND_DATA_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "respond"
+
+
+@dataclass
+class Settings:
+    model_path: Path | None = None  # None: the bundled SmolLM2 model
+    alias: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    seed: int | None = None
+    api_keys: list[str] = field(default_factory=list)  # lines: "key" or "tenant:key"
+    data_dir: Path = field(default_factory=default_data_dir)
+    store_url: str | None = None  # None: SQLite in data_dir
+    max_body_mb: int = 32
+    log_level: str = "info"

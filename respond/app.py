@@ -1,0 +1,111 @@
+"""The application factory: wires engines, routes, auth and error handling."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from respond.api import chat, models, responses
+from respond.api._common import KeyRing
+from respond.engines._base import Engine
+from respond.protocol.errors import APIError, error_body
+from respond.responses.run import ResponseRecorder, Responses
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("respond.access")
+
+
+def create_app(
+    engines: Mapping[str, Engine],
+    *,
+    keys: KeyRing | None = None,
+    recorder: ResponseRecorder | None = None,
+    max_body_mb: int = 32,
+) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loaders = [
+            asyncio.to_thread(engine.load)  # type: ignore[attr-defined]
+            for engine in engines.values()
+            if hasattr(engine, "load") and not engine.ready
+        ]
+        # Load in the background: /health answers 503 until the model is ready.
+        tasks = [asyncio.ensure_future(loader) for loader in loaders]
+        yield
+        for task in tasks:
+            await task
+        for engine in engines.values():
+            await engine.aclose()
+
+    app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.responses = Responses(engines, recorder=recorder)
+    app.state.keys = keys or KeyRing()
+    app.state.max_body_bytes = max_body_mb * 1024 * 1024
+    app.state.started_at = int(time.time())
+    app.include_router(responses.router)
+    app.include_router(chat.router)
+    app.include_router(models.router)
+
+    @app.exception_handler(APIError)
+    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        message = "Not found." if exc.status_code == 404 else str(exc.detail)
+        return JSONResponse(error_body(message, type=kind), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"][1:]) or None
+        body = error_body(f"Invalid value for '{param}': {first['msg']}.", type="invalid_request_error", param=param)
+        return JSONResponse(body, status_code=400)
+
+    app.add_middleware(AccessLog)
+    return app
+
+
+class AccessLog:
+    """One line per request: method, path, status, duration, tokens."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            tokens = scope.get("state", {}).get("tokens")
+            used = f" tokens={tokens[0]}+{tokens[1]}" if tokens else ""
+            log.info(
+                "%s %s %s %.0fms%s",
+                scope["method"],
+                scope["path"],
+                status or "-",
+                (time.perf_counter() - started) * 1000,
+                used,
+            )

@@ -1,0 +1,102 @@
+"""`respond serve`: flags follow llama-server where they overlap (-m, -c, --host, --port, --alias, --api-key)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from respond._config import Settings, default_data_dir
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="respond", description="An OpenAI Responses API server for local models.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the Responses API")
+    env = os.environ.get
+    serve.add_argument("-m", "--model", type=Path, default=env("RESPOND_MODEL"), help="GGUF file (default: the bundled SmolLM2-135M-Instruct)")
+    serve.add_argument("-a", "--alias", default=env("RESPOND_ALIAS"), help="model name clients use (default: smollm2-135m for the bundled model, else the file name)")
+    serve.add_argument("--host", default=env("RESPOND_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(env("RESPOND_PORT", "8080")))
+    serve.add_argument("-c", "--ctx-size", type=int, default=int(env("RESPOND_CTX_SIZE", "4096")), help="context window in tokens")
+    serve.add_argument("-t", "--threads", type=int, default=None, help="CPU threads for generation")
+    serve.add_argument("--seed", type=int, default=None)
+    serve.add_argument("--api-key", default=env("RESPOND_API_KEY"), help="require this key (Authorization: Bearer KEY)")
+    serve.add_argument("--api-key-file", type=Path, default=env("RESPOND_API_KEY_FILE"), help="file of keys, one per line, 'key' or 'tenant:key'")
+    serve.add_argument("--data-dir", type=Path, default=default_data_dir(), help="where state is kept (default: %(default)s)")
+    serve.add_argument("--store", default=env("RESPOND_STORE"), help="postgresql://... (default: SQLite in the data dir)")
+    serve.add_argument("--max-body-mb", type=int, default=32)
+    serve.add_argument("--log-level", default=env("RESPOND_LOG_LEVEL", "info"), choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    keys: list[str] = []
+    if args.api_key:
+        keys.append(args.api_key)
+    if args.api_key_file:
+        try:
+            keys.extend(args.api_key_file.read_text().splitlines())
+        except OSError as exc:
+            raise SystemExit(f"respond: cannot read --api-key-file: {exc}") from exc
+    return Settings(
+        model_path=args.model,
+        alias=args.alias,
+        host=args.host,
+        port=args.port,
+        n_ctx=args.ctx_size,
+        n_threads=args.threads,
+        seed=args.seed,
+        api_keys=keys,
+        data_dir=args.data_dir,
+        store_url=args.store,
+        max_body_mb=args.max_body_mb,
+        log_level=args.log_level,
+    )
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from respond.api._common import KeyRing
+    from respond.app import create_app
+    from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+
+    if settings.model_path is None:
+        try:
+            path = bundled_model_path()
+        except FileNotFoundError as exc:
+            raise SystemExit(f"respond: {exc}") from exc
+        alias = settings.alias or BUNDLED_ALIAS
+    else:
+        path = settings.model_path
+        if not path.is_file():
+            raise SystemExit(f"respond: model file not found: {path}")
+        alias = settings.alias or path.stem
+    engine = LlamaCppEngine(path, alias=alias, n_ctx=settings.n_ctx, n_threads=settings.n_threads, seed=settings.seed)
+    app = create_app(
+        {alias: engine},
+        keys=KeyRing.from_lines(settings.api_keys),
+        max_body_mb=settings.max_body_mb,
+    )
+    logging.getLogger("respond").info("serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "serve":
+        serve(_settings(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""The one seam between respond and a model: an engine turns a ChatTurn into Deltas.
+
+An engine knows nothing about HTTP, output items or sequence numbers. It is given a
+fully assembled conversation and yields what the model produced, piece by piece::
+
+    class EchoEngine(Engine):
+        async def stream(self, turn: ChatTurn) -> AsyncIterator[Delta]:
+            text = turn.messages[-1].content
+            yield TextDelta(text)
+            yield Usage(input_tokens=1, output_tokens=1)
+            yield Finish("stop")
+
+Everything else (items, events, storage) is built from those deltas by responses/.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ChatMessage",
+    "ChatTurn",
+    "ContextOverflowError",
+    "Delta",
+    "Engine",
+    "EngineError",
+    "Finish",
+    "FunctionSpec",
+    "ModelInfo",
+    "ReasoningDelta",
+    "Sampling",
+    "TextDelta",
+    "TokenLogprob",
+    "ToolCall",
+    "ToolCallArgumentsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolChoice",
+    "Usage",
+]
+
+
+# ---------------------------------------------------------------- what goes in
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call the assistant made earlier in the conversation."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One chat message, as a chat template or a Chat Completions upstream sees it."""
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # set on role="tool" messages
+    reasoning: str | None = None  # assistant reasoning carried from an earlier turn
+    images: tuple[str, ...] = ()  # image URLs (data: or http:), for vision upstreams
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function the model may call."""
+
+    name: str
+    description: str | None
+    parameters: Mapping[str, Any]
+    strict: bool = True
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """How the model must use tools.
+
+    mode: "auto" (text or calls), "none" (no calls), "required" (at least one call).
+    allowed: the names the model may call (all tools when None).
+    """
+
+    mode: Literal["auto", "none", "required"] = "auto"
+    allowed: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    top_logprobs: int = 0
+    logprobs: bool = False
+    seed: int | None = None
+
+
+@dataclass
+class ChatTurn:
+    """Everything an engine needs to produce one assistant turn."""
+
+    model: str
+    messages: list[ChatMessage]
+    tools: list[FunctionSpec] = field(default_factory=list)
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
+    parallel_tool_calls: bool = True
+    json_schema: Mapping[str, Any] | None = None  # constrain the text to this schema
+    json_object: bool = False  # constrain the text to any JSON object
+    sampling: Sampling = field(default_factory=Sampling)
+    max_output_tokens: int | None = None
+    reasoning_effort: str | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    # Extra per-request hints (prompt_cache_key, ...) that an engine may use or ignore.
+    hints: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- what comes out
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    token: str
+    logprob: float
+    bytes: tuple[int, ...]
+    top: tuple[tuple[str, float, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    logprobs: tuple[TokenLogprob, ...] = ()
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    text: str
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    call_id: str
+    name: str
+    type: Literal["tool_call_start"] = "tool_call_start"
+
+
+@dataclass(frozen=True)
+class ToolCallArgumentsDelta:
+    arguments: str
+    type: Literal["tool_call_arguments"] = "tool_call_arguments"
+
+
+@dataclass(frozen=True)
+class ToolCallEnd:
+    type: Literal["tool_call_end"] = "tool_call_end"
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    type: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Why generation stopped: the model ended its turn, or a token limit cut it."""
+
+    reason: Literal["stop", "length"]
+    type: Literal["finish"] = "finish"
+
+
+Delta = TextDelta | ReasoningDelta | ToolCallStart | ToolCallArgumentsDelta | ToolCallEnd | Usage | Finish
+
+
+class EngineError(Exception):
+    """Generation failed for a reason the client did not cause (model crash, upstream down).
+
+    ``status`` is the HTTP status to answer with when nothing has been streamed yet.
+    """
+
+    def __init__(self, message: str, *, code: str = "server_error", status: int = 500) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+
+
+class ContextOverflowError(Exception):
+    """The prompt does not fit the model's context window."""
+
+    def __init__(self, prompt_tokens: int, context_window: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+        super().__init__(
+            f"The input is {prompt_tokens} tokens, which exceeds the model's context window of "
+            f"{context_window} tokens by {prompt_tokens - context_window + 1}. Shorten the input, "
+            'or set truncation to "auto" to drop the oldest items.'
+        )
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    owned_by: str
+    context_window: int | None
+    backend: str
+    vision: bool = False
+
+
+class Engine(ABC):
+    """A model backend. Implement ``stream``; the rest has sensible defaults."""
+
+    info: ModelInfo
+
+    @abstractmethod
+    def stream(self, turn: ChatTurn) -> AsyncIterator[Delta]:
+        """Yield the deltas of one assistant turn, ending with Usage and Finish.
+
+        Stop early (without raising) when ``turn.cancel`` is set. Raise EngineError
+        for failures, ContextOverflowError when the prompt cannot fit.
+        """
+
+    async def count_tokens(self, turn: ChatTurn) -> int:
+        """The number of prompt tokens ``turn`` costs (its messages, tools, template)."""
+        raise NotImplementedError
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    async def aclose(self) -> None:
+        return None

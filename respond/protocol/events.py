@@ -1,0 +1,179 @@
+"""Streaming events, one small class per `type`.
+
+`sequence_number` is assigned by the EventBuilder that emits them (responses/events.py);
+nothing else sets it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from respond.protocol._base import Wire
+from respond.protocol.items import LogProb, OutputItem, OutputText, ReasoningText, Refusal
+from respond.protocol.resource import ResponseResource
+
+__all__ = [
+    "ContentPartAdded",
+    "ContentPartDone",
+    "ErrorEvent",
+    "Event",
+    "FunctionCallArgumentsDelta",
+    "FunctionCallArgumentsDone",
+    "OutputItemAdded",
+    "OutputItemDone",
+    "OutputTextDelta",
+    "OutputTextDone",
+    "ReasoningDelta",
+    "ReasoningDone",
+    "ResponseCompleted",
+    "ResponseCreated",
+    "ResponseFailed",
+    "ResponseInProgress",
+    "ResponseIncomplete",
+    "ResponseQueued",
+]
+
+Part = Annotated[OutputText | Refusal | ReasoningText, Field(discriminator="type")]
+
+
+class _Event(Wire):
+    sequence_number: int = -1
+
+
+class ResponseCreated(_Event):
+    type: Literal["response.created"] = "response.created"
+    response: ResponseResource
+
+
+class ResponseQueued(_Event):
+    type: Literal["response.queued"] = "response.queued"
+    response: ResponseResource
+
+
+class ResponseInProgress(_Event):
+    type: Literal["response.in_progress"] = "response.in_progress"
+    response: ResponseResource
+
+
+class ResponseCompleted(_Event):
+    type: Literal["response.completed"] = "response.completed"
+    response: ResponseResource
+
+
+class ResponseIncomplete(_Event):
+    type: Literal["response.incomplete"] = "response.incomplete"
+    response: ResponseResource
+
+
+class ResponseFailed(_Event):
+    type: Literal["response.failed"] = "response.failed"
+    response: ResponseResource
+
+
+class OutputItemAdded(_Event):
+    type: Literal["response.output_item.added"] = "response.output_item.added"
+    output_index: int
+    item: OutputItem
+
+
+class OutputItemDone(_Event):
+    type: Literal["response.output_item.done"] = "response.output_item.done"
+    output_index: int
+    item: OutputItem
+
+
+class ContentPartAdded(_Event):
+    type: Literal["response.content_part.added"] = "response.content_part.added"
+    item_id: str
+    output_index: int
+    content_index: int
+    part: Part
+
+
+class ContentPartDone(_Event):
+    type: Literal["response.content_part.done"] = "response.content_part.done"
+    item_id: str
+    output_index: int
+    content_index: int
+    part: Part
+
+
+class OutputTextDelta(_Event):
+    type: Literal["response.output_text.delta"] = "response.output_text.delta"
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+    logprobs: list[LogProb] = Field(default_factory=list)
+
+
+class OutputTextDone(_Event):
+    type: Literal["response.output_text.done"] = "response.output_text.done"
+    item_id: str
+    output_index: int
+    content_index: int
+    text: str
+    logprobs: list[LogProb] = Field(default_factory=list)
+
+
+class ReasoningDelta(_Event):
+    type: Literal["response.reasoning.delta"] = "response.reasoning.delta"
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+
+
+class ReasoningDone(_Event):
+    type: Literal["response.reasoning.done"] = "response.reasoning.done"
+    item_id: str
+    output_index: int
+    content_index: int
+    text: str
+
+
+class FunctionCallArgumentsDelta(_Event):
+    type: Literal["response.function_call_arguments.delta"] = (
+        "response.function_call_arguments.delta"
+    )
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class FunctionCallArgumentsDone(_Event):
+    type: Literal["response.function_call_arguments.done"] = "response.function_call_arguments.done"
+    item_id: str
+    output_index: int
+    arguments: str
+
+
+class ErrorEvent(_Event):
+    """A stream-level error not tied to a response (e.g. a bad WebSocket frame)."""
+
+    type: Literal["error"] = "error"
+    error: dict[str, Any]
+
+
+Event = Annotated[
+    ResponseCreated
+    | ResponseQueued
+    | ResponseInProgress
+    | ResponseCompleted
+    | ResponseIncomplete
+    | ResponseFailed
+    | OutputItemAdded
+    | OutputItemDone
+    | ContentPartAdded
+    | ContentPartDone
+    | OutputTextDelta
+    | OutputTextDone
+    | ReasoningDelta
+    | ReasoningDone
+    | FunctionCallArgumentsDelta
+    | FunctionCallArgumentsDone
+    | ErrorEvent,
+    Field(discriminator="type"),
+]

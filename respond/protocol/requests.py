@@ -1,0 +1,266 @@
+"""What clients send to POST /v1/responses: the body and its input items."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator
+
+from respond.protocol._base import WireIn
+
+__all__ = [
+    "AllowedToolsChoice",
+    "CreateResponseBody",
+    "FunctionCallInput",
+    "FunctionCallOutputInput",
+    "FunctionTool",
+    "InputImage",
+    "InputItem",
+    "InputMessage",
+    "InputText",
+    "ItemReference",
+    "NamedToolChoice",
+    "ReasoningInput",
+    "TextFormat",
+]
+
+
+# ---------------------------------------------------------------- content parts
+
+
+class InputText(WireIn):
+    type: Literal["input_text"]
+    text: str
+
+
+class OutputTextIn(WireIn):
+    type: Literal["output_text"]
+    text: str
+
+
+class RefusalIn(WireIn):
+    type: Literal["refusal"]
+    refusal: str
+
+
+class InputImage(WireIn):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: str | None = None
+
+
+class InputFile(WireIn):
+    type: Literal["input_file"]
+    file_id: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+
+
+class ReasoningTextIn(WireIn):
+    type: Literal["reasoning_text", "summary_text"]
+    text: str
+
+
+ContentPart = Annotated[
+    InputText | OutputTextIn | RefusalIn | InputImage | InputFile | ReasoningTextIn,
+    Field(discriminator="type"),
+]
+
+
+# ---------------------------------------------------------------- items
+
+
+class InputMessage(WireIn):
+    type: Literal["message"] = "message"
+    id: str | None = None
+    role: Literal["user", "system", "developer", "assistant"]
+    content: str | list[ContentPart]
+    status: str | None = None
+
+
+class FunctionCallInput(WireIn):
+    type: Literal["function_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    name: str
+    arguments: str
+    status: str | None = None
+
+
+class FunctionCallOutputInput(WireIn):
+    type: Literal["function_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    output: str | list[ContentPart]
+    status: str | None = None
+
+
+class ReasoningInput(WireIn):
+    type: Literal["reasoning"]
+    id: str | None = None
+    summary: list[ReasoningTextIn] = Field(default_factory=list)
+    content: list[ReasoningTextIn] | None = None
+    encrypted_content: str | None = None
+    status: str | None = None
+
+
+class ItemReference(WireIn):
+    type: Literal["item_reference"]
+    id: str
+
+
+def _item_tag(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("type", "message"))
+    return str(getattr(value, "type", "message"))
+
+
+InputItem = Annotated[
+    Annotated[InputMessage, Tag("message")]
+    | Annotated[FunctionCallInput, Tag("function_call")]
+    | Annotated[FunctionCallOutputInput, Tag("function_call_output")]
+    | Annotated[ReasoningInput, Tag("reasoning")]
+    | Annotated[ItemReference, Tag("item_reference")],
+    Discriminator(_item_tag),
+]
+
+# Tag names pydantic puts into error locations; they are not fields a client wrote.
+UNION_TAGS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "item_reference",
+        "str",
+        "input_text",
+        "output_text",
+        "refusal",
+        "input_image",
+        "input_file",
+        "reasoning_text",
+        "summary_text",
+        "function",
+        "json_schema",
+        "json_object",
+        "text",
+        "allowed_tools",
+    }
+)
+
+
+# ---------------------------------------------------------------- tools
+
+
+class FunctionTool(WireIn):
+    type: Literal["function"]
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class NamedToolChoice(WireIn):
+    type: Literal["function"]
+    name: str
+
+
+class AllowedToolsChoice(WireIn):
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"] = "auto"
+    tools: list[dict[str, Any]]
+
+
+# ---------------------------------------------------------------- text format
+
+
+class TextFormatText(WireIn):
+    type: Literal["text"]
+
+
+class TextFormatJsonObject(WireIn):
+    type: Literal["json_object"]
+
+
+class TextFormatJsonSchema(WireIn):
+    type: Literal["json_schema"]
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    schema_: dict[str, Any] = Field(alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+
+TextFormat = Annotated[
+    TextFormatText | TextFormatJsonObject | TextFormatJsonSchema, Field(discriminator="type")
+]
+
+
+class TextParam(WireIn):
+    format: TextFormat = Field(default_factory=lambda: TextFormatText(type="text"))
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class ReasoningParam(WireIn):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class ConversationRef(WireIn):
+    id: str
+
+
+class StreamOptions(WireIn):
+    include_obfuscation: bool | None = None
+
+
+# ---------------------------------------------------------------- the body
+
+
+class CreateResponseBody(WireIn):
+    model: str | None = None
+    input: str | list[InputItem] = Field(default_factory=list)
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    conversation: str | ConversationRef | None = None
+    include: list[str] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: (
+        Literal["auto", "none", "required"] | NamedToolChoice | AllowedToolsChoice | dict[str, Any]
+    ) = "auto"
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    text: TextParam = Field(default_factory=TextParam)
+    reasoning: ReasoningParam | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    truncation: Literal["auto", "disabled"] | None = None
+    metadata: dict[str, str] | None = None
+    store: bool | None = None
+    background: bool | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    safety_identifier: str | None = Field(default=None, max_length=64)
+    prompt_cache_key: str | None = None
+    user: str | None = None
+    seed: int | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return None
+        if len(value) > 16:
+            raise ValueError("metadata can have at most 16 keys")
+        for key, item in value.items():
+            if len(key) > 64:
+                raise ValueError(f"metadata key '{key[:20]}...' is longer than 64 characters")
+            if len(item) > 512:
+                raise ValueError(f"metadata value for '{key}' is longer than 512 characters")
+        return value

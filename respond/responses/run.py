@@ -1,0 +1,293 @@
+"""A run: one Responses request turned into events, from validated body to terminal event.
+
+`prepare` does everything that can fail because of the request (unknown model, bad
+input, context too long) and raises APIError before anything is streamed. `events`
+then never raises: whatever happens, it ends with exactly one terminal event.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from respond._ids import new_id
+from respond.engines._base import (
+    ChatMessage,
+    ChatTurn,
+    ContextOverflowError,
+    Engine,
+    EngineError,
+    FunctionSpec,
+    Sampling,
+    ToolChoice,
+)
+from respond.protocol import events as ev
+from respond.protocol.errors import APIError
+from respond.protocol.requests import (
+    CreateResponseBody,
+    TextFormatJsonObject,
+    TextFormatJsonSchema,
+)
+from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
+from respond.responses.context import items_to_messages, normalize_input, stored_item
+from respond.responses.events import EventBuilder
+
+__all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
+
+log = logging.getLogger("respond.run")
+
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+# HTTP status for a failed run answered as JSON (nothing streamed yet).
+FAILURE_STATUS = {"model_loading": 503, "model_unavailable": 503, "upstream_error": 502, "upstream_timeout": 504}
+
+
+class ResponseRecorder(Protocol):
+    """Where finished runs are kept (the store). Called once per run, at its end."""
+
+    async def record(self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]) -> None: ...
+
+
+@dataclass
+class PreparedRun:
+    body: CreateResponseBody
+    engine: Engine
+    turn: ChatTurn
+    resource: ResponseResource
+    input_items: list[dict[str, Any]]
+    tenant: str | None = None
+    failure_status: int = field(default=500)
+
+
+class Responses:
+    """Runs Responses requests against a set of engines."""
+
+    def __init__(
+        self,
+        engines: Mapping[str, Engine],
+        *,
+        recorder: ResponseRecorder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not engines:
+            raise ValueError("at least one engine is needed")
+        self.engines = dict(engines)
+        self.recorder = recorder
+        self._clock = clock
+
+    # ------------------------------------------------------------ preparing
+
+    def engine_for(self, model: str | None) -> Engine:
+        if model is None:
+            return next(iter(self.engines.values()))
+        engine = self.engines.get(model)
+        if engine is None:
+            available = ", ".join(sorted(self.engines))
+            raise APIError(
+                404,
+                f"The model '{model}' does not exist. Available models: {available}.",
+                param="model",
+                code="model_not_found",
+            )
+        return engine
+
+    async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
+        engine = self.engine_for(body.model)
+        if not engine.ready:
+            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+        items = normalize_input(body.input)
+        vision = engine.info.vision
+        messages = items_to_messages(items, vision=vision)
+        if body.instructions:
+            messages.insert(0, ChatMessage(role="system", content=body.instructions))
+        turn = self._turn(body, engine, messages)
+        truncation = body.truncation or "disabled"
+        await self._fit(engine, turn, truncation)
+        resource = self._resource(body, engine)
+        return PreparedRun(
+            body=body,
+            engine=engine,
+            turn=turn,
+            resource=resource,
+            input_items=[stored_item(item) for item in items],
+            tenant=tenant,
+        )
+
+    def _turn(self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]) -> ChatTurn:
+        fmt = body.text.format
+        return ChatTurn(
+            model=engine.info.id,
+            messages=messages,
+            tools=_function_specs(body.tools),
+            tool_choice=_tool_choice(body.tool_choice),
+            parallel_tool_calls=body.parallel_tool_calls,
+            json_schema=fmt.schema_ if isinstance(fmt, TextFormatJsonSchema) else None,
+            json_object=isinstance(fmt, TextFormatJsonObject),
+            sampling=Sampling(
+                temperature=1.0 if body.temperature is None else body.temperature,
+                top_p=1.0 if body.top_p is None else body.top_p,
+                presence_penalty=body.presence_penalty or 0.0,
+                frequency_penalty=body.frequency_penalty or 0.0,
+                top_logprobs=body.top_logprobs or 0,
+                logprobs=LOGPROBS_INCLUDE in body.include,
+                seed=body.seed,
+            ),
+            max_output_tokens=body.max_output_tokens,
+            reasoning_effort=body.reasoning.effort if body.reasoning else None,
+            hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
+        )
+
+    async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
+        """Make the prompt fit the context window, or explain by how much it does not."""
+        window = engine.info.context_window
+        if window is None:
+            return
+        while True:
+            tokens = await engine.count_tokens(turn)
+            if tokens < window:
+                return
+            droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
+            if truncation != "auto" or len(droppable) <= 1:
+                overflow = ContextOverflowError(tokens, window)
+                raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+            del turn.messages[droppable[0]]
+            # A tool result must not lead the context without the call it answers.
+            while len(turn.messages) > 1 and turn.messages[droppable[0]].role == "tool":
+                del turn.messages[droppable[0]]
+
+    def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
+        text = TextConfig(
+            format=body.text.format.model_dump(mode="json", by_alias=True, exclude_none=True),
+            verbosity=body.text.verbosity or "medium",
+        )
+        reasoning = body.reasoning
+        return ResponseResource(
+            id=new_id("resp"),
+            created_at=int(self._clock()),
+            status="queued" if body.background else "in_progress",
+            model=engine.info.id,
+            previous_response_id=body.previous_response_id,
+            instructions=body.instructions,
+            tools=[_echo_tool(tool) for tool in body.tools if tool.get("type") == "function"],
+            tool_choice=_echo_tool_choice(body.tool_choice),
+            truncation=body.truncation or "disabled",
+            parallel_tool_calls=body.parallel_tool_calls,
+            text=text,
+            top_p=1.0 if body.top_p is None else body.top_p,
+            presence_penalty=body.presence_penalty or 0.0,
+            frequency_penalty=body.frequency_penalty or 0.0,
+            top_logprobs=body.top_logprobs or 0,
+            temperature=1.0 if body.temperature is None else body.temperature,
+            reasoning=ReasoningConfig(
+                effort=reasoning.effort if reasoning else None,
+                summary=reasoning.summary if reasoning else None,
+            ),
+            max_output_tokens=body.max_output_tokens,
+            max_tool_calls=body.max_tool_calls,
+            store=True if body.store is None else body.store,
+            background=bool(body.background),
+            service_tier=body.service_tier or "default",
+            metadata=body.metadata or {},
+            safety_identifier=body.safety_identifier,
+            prompt_cache_key=body.prompt_cache_key,
+            user=body.user,
+        )
+
+    # ------------------------------------------------------------ running
+
+    async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
+        """The run's events, from response.created to exactly one terminal event."""
+        builder = EventBuilder(run.resource)
+        try:
+            for event in builder.start():
+                yield event
+            try:
+                async with aclosing(run.engine.stream(run.turn)) as deltas:
+                    async for delta in deltas:
+                        for event in builder.push(delta):
+                            yield event
+                ending = builder.finish()
+            except EngineError as exc:
+                run.failure_status = exc.status
+                ending = builder.fail(exc.code, exc.message)
+            except ContextOverflowError as exc:
+                run.failure_status = 400
+                ending = builder.fail("context_length_exceeded", str(exc))
+            except Exception as exc:  # noqa: BLE001 - a bug must still end the stream properly
+                log.exception("run %s failed", run.resource.id)
+                ending = builder.fail("server_error", f"The server had an error: {exc}")
+            for event in ending:
+                yield event
+        finally:
+            if not builder.ended:
+                # The consumer left (client disconnect): generation has stopped; keep
+                # what was produced, marked cancelled, without yielding more.
+                run.turn.cancel.set()
+                builder.cancel()
+            with anyio.CancelScope(shield=True):
+                await self._record(run, builder)
+
+    async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
+        if self.recorder is None or not run.resource.store:
+            return
+        try:
+            await self.recorder.record(run, builder.response, builder.events)
+        except Exception:  # noqa: BLE001 - the client already has its answer
+            log.exception("could not store response %s", run.resource.id)
+
+
+def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
+    specs = []
+    for tool in tools:
+        if tool.get("type") != "function":
+            log.info("tool type %r is not run by respond; the model does not see it", tool.get("type"))
+            continue
+        strict = tool.get("strict")
+        specs.append(
+            FunctionSpec(
+                name=tool["name"],
+                description=tool.get("description"),
+                parameters=tool.get("parameters") or {"type": "object", "properties": {}},
+                strict=True if strict is None else bool(strict),
+            )
+        )
+    return specs
+
+
+def _tool_choice(choice: Any) -> ToolChoice:
+    if isinstance(choice, str):
+        return ToolChoice(mode=choice)  # type: ignore[arg-type]
+    data = choice if isinstance(choice, dict) else choice.model_dump()
+    if data.get("type") == "function":
+        return ToolChoice(mode="required", allowed=(data["name"],))
+    if data.get("type") == "allowed_tools":
+        names = tuple(t["name"] for t in data.get("tools", []) if t.get("type") == "function")
+        return ToolChoice(mode=data.get("mode", "auto"), allowed=names)
+    return ToolChoice()
+
+
+def _echo_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    strict = tool.get("strict")
+    return {
+        "type": "function",
+        "name": tool["name"],
+        "description": tool.get("description"),
+        "parameters": tool.get("parameters"),
+        "strict": True if strict is None else strict,
+    }
+
+
+def _echo_tool_choice(choice: Any) -> str | dict[str, Any]:
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, dict):
+        return choice
+    dumped: dict[str, Any] = choice.model_dump(mode="json", exclude_none=True)
+    return dumped
+
