@@ -35,9 +35,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loaders = [
-            asyncio.to_thread(engine.load)  # type: ignore[attr-defined]
-            for engine in engines.values()
-            if hasattr(engine, "load") and not engine.ready
+            asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
         # Load in the background: /health answers 503 until the model is ready.
         tasks = [asyncio.ensure_future(loader) for loader in loaders]
@@ -70,7 +68,11 @@ def create_app(
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"][1:]) or None
-        body = error_body(f"Invalid value for '{param}': {first['msg']}.", type="invalid_request_error", param=param)
+        body = error_body(
+            f"Invalid value for '{param}': {first['msg']}.",
+            type="invalid_request_error",
+            param=param,
+        )
         return JSONResponse(body, status_code=400)
 
     app.add_middleware(AccessLog)

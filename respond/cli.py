@@ -1,4 +1,4 @@
-"""`respond serve`: flags follow llama-server where they overlap (-m, -c, --host, --port, --alias, --api-key)."""
+"""`respond serve`. Flags follow llama-server where they overlap (-m, -c, --host, --alias...)."""
 
 from __future__ import annotations
 
@@ -14,23 +14,64 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="respond", description="An OpenAI Responses API server for local models.")
+    parser = argparse.ArgumentParser(
+        prog="respond", description="An OpenAI Responses API server for local models."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the Responses API")
     env = os.environ.get
-    serve.add_argument("-m", "--model", type=Path, default=env("RESPOND_MODEL"), help="GGUF file (default: the bundled SmolLM2-135M-Instruct)")
-    serve.add_argument("-a", "--alias", default=env("RESPOND_ALIAS"), help="model name clients use (default: smollm2-135m for the bundled model, else the file name)")
+    serve.add_argument(
+        "-m",
+        "--model",
+        type=Path,
+        default=env("RESPOND_MODEL"),
+        help="GGUF file (default: the bundled SmolLM2-135M-Instruct)",
+    )
+    serve.add_argument(
+        "-a",
+        "--alias",
+        default=env("RESPOND_ALIAS"),
+        help="model name clients use (default: smollm2-135m, or the GGUF file name)",
+    )
     serve.add_argument("--host", default=env("RESPOND_HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(env("RESPOND_PORT", "8080")))
-    serve.add_argument("-c", "--ctx-size", type=int, default=int(env("RESPOND_CTX_SIZE", "4096")), help="context window in tokens")
+    serve.add_argument(
+        "-c",
+        "--ctx-size",
+        type=int,
+        default=int(env("RESPOND_CTX_SIZE", "4096")),
+        help="context window in tokens",
+    )
     serve.add_argument("-t", "--threads", type=int, default=None, help="CPU threads for generation")
     serve.add_argument("--seed", type=int, default=None)
-    serve.add_argument("--api-key", default=env("RESPOND_API_KEY"), help="require this key (Authorization: Bearer KEY)")
-    serve.add_argument("--api-key-file", type=Path, default=env("RESPOND_API_KEY_FILE"), help="file of keys, one per line, 'key' or 'tenant:key'")
-    serve.add_argument("--data-dir", type=Path, default=default_data_dir(), help="where state is kept (default: %(default)s)")
-    serve.add_argument("--store", default=env("RESPOND_STORE"), help="postgresql://... (default: SQLite in the data dir)")
+    serve.add_argument(
+        "--api-key",
+        default=env("RESPOND_API_KEY"),
+        help="require this key (Authorization: Bearer KEY)",
+    )
+    serve.add_argument(
+        "--api-key-file",
+        type=Path,
+        default=env("RESPOND_API_KEY_FILE"),
+        help="file of keys, one per line, 'key' or 'tenant:key'",
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default_data_dir(),
+        help="where state is kept (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--store",
+        default=env("RESPOND_STORE"),
+        help="postgresql://... (default: SQLite in the data dir)",
+    )
     serve.add_argument("--max-body-mb", type=int, default=32)
-    serve.add_argument("--log-level", default=env("RESPOND_LOG_LEVEL", "info"), choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-level",
+        default=env("RESPOND_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+    )
     return parser
 
 
@@ -77,14 +118,20 @@ def serve(settings: Settings) -> None:
         if not path.is_file():
             raise SystemExit(f"respond: model file not found: {path}")
         alias = settings.alias or path.stem
-    engine = LlamaCppEngine(path, alias=alias, n_ctx=settings.n_ctx, n_threads=settings.n_threads, seed=settings.seed)
+    engine = LlamaCppEngine(
+        path, alias=alias, n_ctx=settings.n_ctx, n_threads=settings.n_threads, seed=settings.seed
+    )
     app = create_app(
         {alias: engine},
         keys=KeyRing.from_lines(settings.api_keys),
         max_body_mb=settings.max_body_mb,
     )
-    logging.getLogger("respond").info("serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    logging.getLogger("respond").info(
+        "serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port
+    )
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,7 +33,9 @@ async def parse_body(request: Request, model: type[M], *, max_bytes: int) -> M:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise APIError(400, f"The request body is not valid JSON: {exc}.", code="invalid_json") from exc
+        raise APIError(
+            400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
+        ) from exc
     if not isinstance(data, dict):
         raise APIError(400, "The request body must be a JSON object.", code="invalid_json")
     try:
@@ -92,7 +94,7 @@ def tenant_of(request: Request) -> str | None:
 
 def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:
     if isinstance(event, BaseModel):
-        return f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()  # type: ignore[attr-defined]
+        return f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
     data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     prefix = f"event: {name}\n" if name else ""
     return f"{prefix}data: {data}\n\n".encode()

@@ -65,7 +65,14 @@ def _messages(body: ChatBody, vision: bool) -> list[d.ChatMessage]:
             )
             for call in raw.get("tool_calls") or ()
         )
-        out.append(d.ChatMessage(role=role, content=str(content), tool_calls=calls, tool_call_id=raw.get("tool_call_id")))
+        out.append(
+            d.ChatMessage(
+                role=role,
+                content=str(content),
+                tool_calls=calls,
+                tool_call_id=raw.get("tool_call_id"),
+            )
+        )
     return out
 
 
@@ -82,7 +89,9 @@ def _turn(body: ChatBody, engine: d.Engine) -> d.ChatTurn:
     ]
     choice = body.tool_choice
     if isinstance(choice, dict):
-        tool_choice = d.ToolChoice(mode="required", allowed=(choice.get("function", {}).get("name", ""),))
+        tool_choice = d.ToolChoice(
+            mode="required", allowed=(choice.get("function", {}).get("name", ""),)
+        )
     else:
         tool_choice = d.ToolChoice(mode=choice)
     fmt = body.response_format or {}
@@ -117,15 +126,24 @@ async def chat_completions(request: Request) -> Response:
     head = {"id": new_id("chatcmpl"), "created": int(time.time()), "model": engine.info.id}
     if body.stream:
         include_usage = bool((body.stream_options or {}).get("include_usage"))
-        return StreamingResponse(_chunks(engine, turn, head, include_usage), media_type="text/event-stream")
-    text, calls, usage, finish = "", [], None, "stop"
+        return StreamingResponse(
+            _chunks(engine, turn, head, include_usage), media_type="text/event-stream"
+        )
+    text, usage, finish = "", None, "stop"
+    calls: list[dict[str, Any]] = []
     try:
         async with aclosing(engine.stream(turn)) as deltas:
             async for delta in deltas:
                 if isinstance(delta, d.TextDelta):
                     text += delta.text
                 elif isinstance(delta, d.ToolCallStart):
-                    calls.append({"id": delta.call_id, "type": "function", "function": {"name": delta.name, "arguments": ""}})
+                    calls.append(
+                        {
+                            "id": delta.call_id,
+                            "type": "function",
+                            "function": {"name": delta.name, "arguments": ""},
+                        }
+                    )
                 elif isinstance(delta, d.ToolCallArgumentsDelta):
                     calls[-1]["function"]["arguments"] += delta.arguments
                 elif isinstance(delta, d.Usage):
@@ -142,7 +160,9 @@ async def chat_completions(request: Request) -> Response:
         {
             **head,
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
             "usage": _usage(usage),
         }
     )
@@ -178,23 +198,45 @@ async def _chunks(
                     yield chunk({"content": delta.text})
                 elif isinstance(delta, d.ToolCallStart):
                     calls += 1
-                    call = {"index": calls, "id": delta.call_id, "type": "function", "function": {"name": delta.name, "arguments": ""}}
+                    call = {
+                        "index": calls,
+                        "id": delta.call_id,
+                        "type": "function",
+                        "function": {"name": delta.name, "arguments": ""},
+                    }
                     yield chunk({"tool_calls": [call]})
                 elif isinstance(delta, d.ToolCallArgumentsDelta):
-                    yield chunk({"tool_calls": [{"index": calls, "function": {"arguments": delta.arguments}}]})
+                    yield chunk(
+                        {
+                            "tool_calls": [
+                                {"index": calls, "function": {"arguments": delta.arguments}}
+                            ]
+                        }
+                    )
                 elif isinstance(delta, d.Usage):
                     usage = delta
                 elif isinstance(delta, d.Finish) and delta.reason == "length":
                     finish = "length"
     except d.EngineError as exc:
-        yield sse_frame({"error": {"message": exc.message, "type": "server_error", "param": None, "code": exc.code}})
+        yield sse_frame(
+            {
+                "error": {
+                    "message": exc.message,
+                    "type": "server_error",
+                    "param": None,
+                    "code": exc.code,
+                }
+            }
+        )
         yield b"data: [DONE]\n\n"
         return
     if calls >= 0 and finish == "stop":
         finish = "tool_calls"
     yield chunk({}, finish)
     if include_usage:
-        yield sse_frame({**head, "object": "chat.completion.chunk", "choices": [], "usage": _usage(usage)})
+        yield sse_frame(
+            {**head, "object": "chat.completion.chunk", "choices": [], "usage": _usage(usage)}
+        )
     yield b"data: [DONE]\n\n"
 
 

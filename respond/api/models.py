@@ -32,7 +32,9 @@ async def list_models(request: Request) -> dict[str, Any]:
                 "meta": {"n_ctx": info.context_window, "backend": info.backend},
             }
         )
-        models.append({"name": info.id, "model": info.id, "type": "model", "capabilities": ["completion"]})
+        models.append(
+            {"name": info.id, "model": info.id, "type": "model", "capabilities": ["completion"]}
+        )
     return {"object": "list", "data": data, "models": models}
 
 
@@ -43,6 +45,12 @@ async def health(request: Request) -> JSONResponse:
         if not engine.ready:
             failed = getattr(engine, "load_error", None)
             message = failed or f"Model '{engine.info.id}' is loading."
-            body = error_body(message, type="server_error", code="model_unavailable" if failed else "model_loading")
-            return JSONResponse({"status": "error" if failed else "loading", **body}, status_code=503)
+            body = error_body(
+                message,
+                type="server_error",
+                code="model_unavailable" if failed else "model_loading",
+            )
+            return JSONResponse(
+                {"status": "error" if failed else "loading", **body}, status_code=503
+            )
     return JSONResponse({"status": "ok"})

@@ -4,7 +4,7 @@ An engine knows nothing about HTTP, output items or sequence numbers. It is give
 fully assembled conversation and yields what the model produced, piece by piece::
 
     class EchoEngine(Engine):
-        async def stream(self, turn: ChatTurn) -> AsyncIterator[Delta]:
+        async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
             text = turn.messages[-1].content
             yield TextDelta(text)
             yield Usage(input_tokens=1, output_tokens=1)
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -179,7 +179,15 @@ class Finish:
     type: Literal["finish"] = "finish"
 
 
-Delta = TextDelta | ReasoningDelta | ToolCallStart | ToolCallArgumentsDelta | ToolCallEnd | Usage | Finish
+Delta = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolCallArgumentsDelta
+    | ToolCallEnd
+    | Usage
+    | Finish
+)
 
 
 class EngineError(Exception):
@@ -223,7 +231,7 @@ class Engine(ABC):
     info: ModelInfo
 
     @abstractmethod
-    def stream(self, turn: ChatTurn) -> AsyncIterator[Delta]:
+    def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         """Yield the deltas of one assistant turn, ending with Usage and Finish.
 
         Stop early (without raising) when ``turn.cancel`` is set. Raise EngineError
@@ -237,6 +245,10 @@ class Engine(ABC):
     @property
     def ready(self) -> bool:
         return True
+
+    def load(self) -> None:
+        """Blocking start-up work (loading weights); run in a thread while /health says 503."""
+        return None
 
     async def aclose(self) -> None:
         return None

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,9 @@ class LlamaCppEngine(Engine):
         """Load the model (blocking). Logs progress; failures are kept in load_error."""
         try:
             size_mb = self.model_path.stat().st_size / 1e6
-            log.info("loading model %s (%.0f MB, n_ctx=%d) ...", self.model_path, size_mb, self.n_ctx)
+            log.info(
+                "loading model %s (%.0f MB, n_ctx=%d) ...", self.model_path, size_mb, self.n_ctx
+            )
             started = time.monotonic()
             from llama_cpp import Llama
 
@@ -114,7 +117,7 @@ class LlamaCppEngine(Engine):
                 eos_token=self._piece(self._llm.token_eos()),
             )
             log.info("model loaded in %.1fs as '%s'", time.monotonic() - started, self.info.id)
-        except Exception as exc:  # noqa: BLE001 - any load failure is reported, not raised
+        except Exception as exc:
             self.load_error = f"could not load model {self.model_path}: {exc}"
             log.error("%s", self.load_error)
         finally:
@@ -155,13 +158,15 @@ class LlamaCppEngine(Engine):
 
     def _require_ready(self) -> None:
         if not self._loaded.is_set():
-            raise EngineError("The model is still loading; retry shortly.", code="model_loading", status=503)
+            raise EngineError(
+                "The model is still loading; retry shortly.", code="model_loading", status=503
+            )
         if self.load_error is not None:
             raise EngineError(self.load_error, code="model_unavailable", status=503)
 
     # ------------------------------------------------------------ generation
 
-    async def stream(self, turn: ChatTurn) -> AsyncIterator[Delta]:
+    async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         self._require_ready()
         tokens = self.tokenize(turn)
         if len(tokens) >= self.n_ctx:
@@ -176,14 +181,16 @@ class LlamaCppEngine(Engine):
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def release() -> None:
-            try:
+            # A closed loop means nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(lock.release)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
 
         await lock.acquire()
         worker = threading.Thread(
-            target=self._work, args=(tokens, turn, emit, release), name="respond-generate", daemon=True
+            target=self._work,
+            args=(tokens, turn, emit, release),
+            name="respond-generate",
+            daemon=True,
         )
         try:
             worker.start()
@@ -211,7 +218,7 @@ class LlamaCppEngine(Engine):
     ) -> None:
         try:
             self._generate(tokens, turn, emit)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+        except BaseException as exc:
             emit(exc)
         finally:
             emit(_DONE)
@@ -301,7 +308,11 @@ def _token_logprob(
         for alt in sorted(best, key=lambda i: -logprobs[i]):
             alt_piece: bytes = llm.detokenize([int(alt)])
             alternatives.append(
-                (alt_piece.decode("utf-8", errors="replace"), float(logprobs[alt]), tuple(alt_piece))
+                (
+                    alt_piece.decode("utf-8", errors="replace"),
+                    float(logprobs[alt]),
+                    tuple(alt_piece),
+                )
             )
     return (
         TokenLogprob(

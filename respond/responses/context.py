@@ -80,7 +80,9 @@ def items_to_messages(
                     reasoning=last.reasoning,
                 )
             else:
-                messages.append(ChatMessage(role="assistant", tool_calls=(call,), reasoning=reasoning))
+                messages.append(
+                    ChatMessage(role="assistant", tool_calls=(call,), reasoning=reasoning)
+                )
                 reasoning = None
         elif isinstance(item, FunctionCallOutputInput):
             output = item.output

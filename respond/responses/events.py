@@ -89,7 +89,9 @@ class EventBuilder:
             out = self._close_open()
             out += self._open_item(
                 "function_call",
-                lambda item_id: FunctionCallItem(id=item_id, call_id=delta.call_id, name=delta.name),
+                lambda item_id: FunctionCallItem(
+                    id=item_id, call_id=delta.call_id, name=delta.name
+                ),
             )
             return out
         if isinstance(delta, d.ToolCallArgumentsDelta):
@@ -196,7 +198,7 @@ class EventBuilder:
             return []
         self._open = None
         item = self.response.output[open_.index].model_copy(deep=True)
-        where = {"item_id": open_.item_id, "output_index": open_.index}
+        item_id, index = open_.item_id, open_.index
         out: list[ev.Event] = []
         if isinstance(item, MessageItem):
             part = item.content[0]
@@ -204,17 +206,45 @@ class EventBuilder:
             out.append(
                 self._emit(
                     ev.OutputTextDone(
-                        **where, content_index=0, text=part.text, logprobs=part.logprobs
+                        item_id=item_id,
+                        output_index=index,
+                        content_index=0,
+                        text=part.text,
+                        logprobs=part.logprobs,
                     )
                 )
             )
-            out.append(self._emit(ev.ContentPartDone(**where, content_index=0, part=part)))
+            out.append(
+                self._emit(
+                    ev.ContentPartDone(
+                        item_id=item_id, output_index=index, content_index=0, part=part
+                    )
+                )
+            )
         elif isinstance(item, ReasoningItem):
             reasoning = item.content[0]
-            out.append(self._emit(ev.ReasoningDone(**where, content_index=0, text=reasoning.text)))
-            out.append(self._emit(ev.ContentPartDone(**where, content_index=0, part=reasoning)))
+            out.append(
+                self._emit(
+                    ev.ReasoningDone(
+                        item_id=item_id, output_index=index, content_index=0, text=reasoning.text
+                    )
+                )
+            )
+            out.append(
+                self._emit(
+                    ev.ContentPartDone(
+                        item_id=item_id, output_index=index, content_index=0, part=reasoning
+                    )
+                )
+            )
         elif isinstance(item, FunctionCallItem):
-            out.append(self._emit(ev.FunctionCallArgumentsDone(**where, arguments=item.arguments)))
+            out.append(
+                self._emit(
+                    ev.FunctionCallArgumentsDone(
+                        item_id=item_id, output_index=index, arguments=item.arguments
+                    )
+                )
+            )
         item.status = status  # type: ignore[assignment]
         out.append(self._emit(ev.OutputItemDone(output_index=open_.index, item=item)))
         return out

@@ -55,7 +55,7 @@ class ResponseFold:
         elif isinstance(event, ev.ContentPartDone):
             item = response.output[event.output_index]
             assert isinstance(item, MessageItem | ReasoningItem)
-            item.content[event.content_index] = event.part.model_copy(deep=True)  # type: ignore[call-overload]
+            item.content[event.content_index] = event.part.model_copy(deep=True)  # type: ignore[assignment]
         elif isinstance(event, ev.OutputTextDelta):
             part = self._text_part(event.output_index, event.content_index)
             part.text += event.delta

@@ -45,13 +45,20 @@ log = logging.getLogger("respond.run")
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 # HTTP status for a failed run answered as JSON (nothing streamed yet).
-FAILURE_STATUS = {"model_loading": 503, "model_unavailable": 503, "upstream_error": 502, "upstream_timeout": 504}
+FAILURE_STATUS = {
+    "model_loading": 503,
+    "model_unavailable": 503,
+    "upstream_error": 502,
+    "upstream_timeout": 504,
+}
 
 
 class ResponseRecorder(Protocol):
     """Where finished runs are kept (the store). Called once per run, at its end."""
 
-    async def record(self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]) -> None: ...
+    async def record(
+        self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]
+    ) -> None: ...
 
 
 @dataclass
@@ -119,7 +126,9 @@ class Responses:
             tenant=tenant,
         )
 
-    def _turn(self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]) -> ChatTurn:
+    def _turn(
+        self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
+    ) -> ChatTurn:
         fmt = body.text.format
         return ChatTurn(
             model=engine.info.id,
@@ -219,7 +228,7 @@ class Responses:
             except ContextOverflowError as exc:
                 run.failure_status = 400
                 ending = builder.fail("context_length_exceeded", str(exc))
-            except Exception as exc:  # noqa: BLE001 - a bug must still end the stream properly
+            except Exception as exc:
                 log.exception("run %s failed", run.resource.id)
                 ending = builder.fail("server_error", f"The server had an error: {exc}")
             for event in ending:
@@ -238,7 +247,7 @@ class Responses:
             return
         try:
             await self.recorder.record(run, builder.response, builder.events)
-        except Exception:  # noqa: BLE001 - the client already has its answer
+        except Exception:
             log.exception("could not store response %s", run.resource.id)
 
 
@@ -246,7 +255,9 @@ def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
     specs = []
     for tool in tools:
         if tool.get("type") != "function":
-            log.info("tool type %r is not run by respond; the model does not see it", tool.get("type"))
+            log.info(
+                "tool type %r is not run by respond; the model does not see it", tool.get("type")
+            )
             continue
         strict = tool.get("strict")
         specs.append(
@@ -290,4 +301,3 @@ def _echo_tool_choice(choice: Any) -> str | dict[str, Any]:
         return choice
     dumped: dict[str, Any] = choice.model_dump(mode="json", exclude_none=True)
     return dumped
-

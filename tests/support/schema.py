@@ -1,0 +1,74 @@
+"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+SPEC_PATH = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "openresponses-openapi.json"
+)
+BASE = "https://openresponses.invalid/openapi.json"
+
+
+@functools.cache
+def _spec() -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(SPEC_PATH.read_text())
+    spec = copy.deepcopy(spec)
+    # Known defect of the document: JsonSchemaResponseFormat.schema is typed {"type": "null"},
+    # which rejects any response echoing a real JSON schema. Accept any object there.
+    fmt = spec["components"]["schemas"]["JsonSchemaResponseFormat"]
+    fmt["properties"]["schema"] = {"type": "object"}
+    return spec
+
+
+@functools.cache
+def _registry() -> Registry:  # type: ignore[type-arg]
+    resource = Resource.from_contents(_spec(), default_specification=_draft())
+    return Registry().with_resource(BASE, resource)
+
+
+def _draft() -> Any:
+    from referencing.jsonschema import DRAFT202012
+
+    return DRAFT202012
+
+
+@functools.cache
+def _validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(
+        {"$ref": f"{BASE}#/components/schemas/{name}"}, registry=_registry()
+    )
+
+
+@functools.cache
+def _event_schemas() -> dict[str, str]:
+    out = {}
+    for name, schema in _spec()["components"]["schemas"].items():
+        if name.endswith("StreamingEvent"):
+            out[schema["properties"]["type"]["enum"][0]] = name
+    return out
+
+
+def validate(instance: Any, schema_name: str) -> None:
+    errors = sorted(_validator(schema_name).iter_errors(instance), key=lambda e: list(e.path))
+    if errors:
+        details = "; ".join(f"{list(e.path)}: {e.message[:300]}" for e in errors[:5])
+        raise AssertionError(f"{schema_name} does not validate: {details}")
+
+
+def validate_response(body: dict[str, Any]) -> None:
+    validate(body, "ResponseResource")
+
+
+def validate_event(event: dict[str, Any]) -> None:
+    kind = event.get("type")
+    name = _event_schemas().get(str(kind))
+    assert name is not None, f"event type {kind!r} is not an Open Responses streaming event"
+    validate(event, name)

@@ -1,0 +1,86 @@
+"""Start real respond server processes for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(
+    tmp: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    module: Sequence[str] = ("-m", "respond", "serve"),
+    wait_ready: bool = True,
+) -> Server:
+    """Start `respond serve` (or another module) on a free port and wait for /health."""
+    port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    log_path = tmp / f"server-{port}.log"
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    command = [sys.executable, *module, "--host", "127.0.0.1", "--port", str(port), *args]
+    if "--data-dir" not in args and module[-1] == "serve":
+        command += ["--data-dir", str(tmp / "data")]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=full_env)
+    server = Server(process, port, log_path)
+    if wait_ready:
+        wait_healthy(server)
+    return server
+
+
+def wait_healthy(server: Server, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"server not healthy after {timeout}s:\n{server.log()}")

@@ -1,0 +1,25 @@
+"""Read an SSE stream strictly: every frame must be `event: <type>\\ndata: <json>\\n\\n`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+
+def read_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    buffer = b""
+    for chunk in response.iter_raw():
+        assert b"\r" not in chunk, "SSE frames must use LF line endings only"
+        buffer += chunk
+        while b"\n\n" in buffer:
+            frame, buffer = buffer.split(b"\n\n", 1)
+            lines = frame.decode().split("\n")
+            assert len(lines) == 2, f"unexpected frame shape: {frame!r}"
+            assert lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
+            event = json.loads(lines[1][len("data: ") :])
+            assert event["type"] == lines[0][len("event: ") :], "event name differs from data.type"
+            yield event
+    assert buffer == b"", f"stream ended mid-frame: {buffer!r}"

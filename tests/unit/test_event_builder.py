@@ -1,0 +1,96 @@
+"""The streaming state machine, driven without HTTP or a model."""
+
+from __future__ import annotations
+
+from respond.engines import _base as d
+from respond.protocol.resource import ResponseResource
+from respond.responses.events import EventBuilder
+from respond.responses.fold import fold_events
+
+
+def builder() -> EventBuilder:
+    return EventBuilder(
+        ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    )
+
+
+def run(b: EventBuilder, *deltas: d.Delta) -> list[str]:
+    out = b.start()
+    for delta in deltas:
+        out += b.push(delta)
+    out += b.finish()
+    return [e.type for e in out]
+
+
+def test_text_then_tool_call_items_in_order() -> None:
+    b = builder()
+    types = run(
+        b,
+        d.TextDelta("Hel"),
+        d.TextDelta("lo"),
+        d.ToolCallStart(call_id="call_1", name="f"),
+        d.ToolCallArgumentsDelta('{"a"'),
+        d.ToolCallArgumentsDelta(": 1}"),
+        d.ToolCallEnd(),
+        d.Usage(input_tokens=3, output_tokens=4),
+        d.Finish("stop"),
+    )
+    assert types == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e.sequence_number for e in b.events] == list(range(len(types)))
+    final = b.response
+    assert final.status == "completed"
+    assert final.output_text == "Hello"
+    call = final.output[1]
+    assert (
+        call.type == "function_call" and call.arguments == '{"a": 1}' and call.status == "completed"
+    )
+    assert final.usage is not None and final.usage.total_tokens == 7
+    assert fold_events(b.events) == final
+
+
+def test_length_cut_marks_item_and_response_incomplete() -> None:
+    b = builder()
+    run(b, d.TextDelta("abc"), d.Usage(input_tokens=1, output_tokens=3), d.Finish("length"))
+    assert b.response.status == "incomplete"
+    assert b.response.incomplete_details is not None
+    assert b.response.incomplete_details.reason == "max_output_tokens"
+    assert b.response.output[0].status == "incomplete"
+
+
+def test_failure_closes_open_item_then_one_failed_event() -> None:
+    b = builder()
+    events = b.start() + b.push(d.ReasoningDelta("thinking")) + b.fail("server_error", "boom")
+    types = [e.type for e in events]
+    assert types[-4:] == [
+        "response.reasoning.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.failed",
+    ]
+    assert b.response.error is not None and b.response.error.message == "boom"
+    assert b.ended
+
+
+def test_added_item_snapshot_is_not_mutated_by_later_deltas() -> None:
+    b = builder()
+    b.start()
+    added = b.push(d.TextDelta("x"))[0]
+    b.push(d.TextDelta("y"))
+    assert added.type == "response.output_item.added"
+    assert added.item.content == []  # type: ignore[union-attr]
