@@ -14,11 +14,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, models, responses
+from respond.api import chat, conversations, models, responses
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
+from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
+from respond.store.base import Store
+from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
 
@@ -30,10 +33,17 @@ def create_app(
     *,
     keys: KeyRing | None = None,
     recorder: ResponseRecorder | None = None,
+    store: Store | None = None,
     max_body_mb: int = 32,
 ) -> FastAPI:
+    history = History(store)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        purging = None
+        if store is not None:
+            await store.open()
+            purging = asyncio.ensure_future(purge_forever(store))
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
@@ -44,13 +54,19 @@ def create_app(
             await task
         for engine in engines.values():
             await engine.aclose()
+        if store is not None and purging is not None:
+            purging.cancel()
+            await store.close()
 
     app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
-    app.state.responses = Responses(engines, recorder=recorder)
+    app.state.responses = Responses(engines, recorder=recorder or history, history=history)
     app.state.keys = keys or KeyRing()
+    app.state.store = store
+    app.state.history = history
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.include_router(responses.router)
+    app.include_router(conversations.router)
     app.include_router(chat.router)
     app.include_router(models.router)
 
