@@ -18,6 +18,7 @@ from respond.api import chat, conversations, models, responses
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
+from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
 from respond.store.base import Store
@@ -37,13 +38,20 @@ def create_app(
     max_body_mb: int = 32,
 ) -> FastAPI:
     history = History(store)
+    service = Responses(engines, recorder=recorder or history, history=history)
+    runs = Runs(service, store) if store is not None else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        purging = None
-        if store is not None:
+        upkeep: list[asyncio.Future[None]] = []
+        if store is not None and runs is not None:
             await store.open()
-            purging = asyncio.ensure_future(purge_forever(store))
+            await store.heartbeat(runs.runner)
+            await runs.recover()  # before serving: nothing stays stuck after a crash
+            upkeep = [
+                asyncio.ensure_future(purge_forever(store)),
+                asyncio.ensure_future(runs.maintain()),
+            ]
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
@@ -54,12 +62,15 @@ def create_app(
             await task
         for engine in engines.values():
             await engine.aclose()
-        if store is not None and purging is not None:
-            purging.cancel()
+        for chore in upkeep:
+            chore.cancel()
+        if store is not None and runs is not None:
+            await runs.shutdown()
             await store.close()
 
     app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
-    app.state.responses = Responses(engines, recorder=recorder or history, history=history)
+    app.state.responses = service
+    app.state.runs = runs
     app.state.keys = keys or KeyRing()
     app.state.store = store
     app.state.history = history

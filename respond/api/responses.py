@@ -17,6 +17,7 @@ from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ResponseResource
 from respond.protocol.state import CompactBody, deleted
+from respond.responses.background import Runs
 from respond.responses.compaction import compact
 from respond.responses.replay import follow
 from respond.responses.run import PreparedRun, Responses
@@ -32,6 +33,8 @@ async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     run = await service.prepare(body, tenant=tenant)
+    if body.background:
+        return await _background(request, run)
     if body.stream:
         return StreamingResponse(
             sse_frames(_counted(request, service.events(run))),
@@ -42,6 +45,20 @@ async def create_response(request: Request) -> Response:
     if response.status == "failed" and response.error is not None:
         raise APIError(run.failure_status, response.error.message, code=response.error.code)
     return JSONResponse(response.model_dump(mode="json"))
+
+
+async def _background(request: Request, run: PreparedRun) -> Response:
+    """Start a background run; answer it queued, or follow its stored events live."""
+    runs: Runs | None = request.app.state.runs
+    if runs is None:
+        raise APIError(400, "Background responses need a store.", param="background")
+    response = await runs.start(run)
+    if not run.body.stream:
+        return JSONResponse(response.model_dump(mode="json"))
+    events = follow(runs.store, run.tenant, response.id, -1, [], runs)
+    return StreamingResponse(
+        _json_frames(events), media_type="text/event-stream", headers=SSE_HEADERS
+    )
 
 
 async def _counted(request: Request, events: AsyncIterator[ev.Event]) -> AsyncIterator[ev.Event]:
@@ -114,7 +131,7 @@ async def retrieve_response(request: Request, response_id: str) -> Response:
         if replay is None:
             raise not_found("response", response_id)
         return StreamingResponse(
-            _json_frames(follow(store, tenant, response_id, after, replay)),
+            _json_frames(follow(store, tenant, response_id, after, replay, request.app.state.runs)),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
@@ -160,3 +177,12 @@ async def list_input_items(request: Request, response_id: str) -> JSONResponse:
     if page is None:
         raise not_found("response", response_id)
     return JSONResponse(page.wire())
+
+
+@router.post("/v1/responses/{response_id}/cancel")
+async def cancel_response(request: Request, response_id: str) -> JSONResponse:
+    tenant = tenant_of(request)
+    runs: Runs | None = request.app.state.runs
+    if runs is None:
+        raise not_found("response", response_id)
+    return JSONResponse(await runs.cancel(tenant, response_id))

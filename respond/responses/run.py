@@ -235,6 +235,10 @@ class Responses:
         try:
             for event in builder.start():
                 yield event
+            if builder.response.status == "queued":
+                # A background run: its worker resumes this generator when it starts.
+                for event in builder.begin():
+                    yield event
             try:
                 async with aclosing(run.engine.stream(run.turn)) as deltas:
                     async for delta in deltas:

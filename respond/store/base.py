@@ -9,6 +9,7 @@ reported as missing, never as forbidden, so ids reveal nothing across tenants.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -63,6 +64,8 @@ class Store(ABC):
     """Responses, their items and events, conversations; with a time to live."""
 
     ttl_seconds: int
+    # True when one process owns the store (SQLite): every other runner is then dead.
+    exclusive: bool = False
 
     @abstractmethod
     async def open(self) -> None:
@@ -82,12 +85,13 @@ class Store(ABC):
         events: list[JSON],
         *,
         conversation_id: str | None = None,
+        runner: str | None = None,
     ) -> None:
         """Insert or replace a response with its items and its full event list.
 
         Output items are taken from `response["output"]`. When `conversation_id` is set,
         the input and output items are appended to that conversation in the same
-        transaction (once: a second save of the same response does not append again).
+        transaction. `runner` names the process running an unfinished response.
         """
 
     @abstractmethod
@@ -119,8 +123,30 @@ class Store(ABC):
         """Any stored item of this tenant by id (for `item_reference` inputs)."""
 
     @abstractmethod
-    async def unfinished(self) -> list[tuple[str | None, JSON]]:
-        """Responses left queued or in progress, with their tenants (for crash recovery)."""
+    async def heartbeat(self, runner: str) -> None:
+        """Say that process `runner` is alive."""
+
+    @abstractmethod
+    async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
+        """Unfinished responses (with tenants) whose runner is not `runner` and has not
+        heartbeated for `stale_after` seconds (any other runner, if the store is exclusive)."""
+
+    @abstractmethod
+    async def end_unfinished(
+        self, tenant: str | None, response_id: str, response: JSON, event: JSON
+    ) -> bool:
+        """Atomically give a still unfinished response its terminal state and event."""
+
+    # ------------------------------------------------------------ signals
+
+    @abstractmethod
+    async def publish(self, kind: str, response_id: str) -> None:
+        """Tell every process using this store (this one included) about `response_id`:
+        "events" (new events stored) or "cancel" (stop running it)."""
+
+    @abstractmethod
+    def subscribe(self, handler: Callable[[str, str], None]) -> None:
+        """Call `handler(kind, response_id)` for every signal published."""
 
     # ------------------------------------------------------------ conversations
 

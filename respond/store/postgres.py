@@ -68,6 +68,9 @@ class PostgresStore(SQLStore):
         super().__init__(ttl_seconds=ttl_seconds, clock=clock)
         self.dsn, self.schema = split_schema(url)
         self.pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+        # One channel per schema: stores in different schemas are different services.
+        self.channel = f"respond_{self.schema}"
 
     async def open(self) -> None:
         conn = await asyncpg.connect(self.dsn)
@@ -81,11 +84,25 @@ class PostgresStore(SQLStore):
             self.dsn, min_size=1, max_size=10, server_settings={"search_path": self.schema}
         )
         await self.migrate()
+        self._listener = await asyncpg.connect(self.dsn)
+        await self._listener.add_listener(self.channel, self._on_notify)
 
     async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
         pool, self.pool = self.pool, None
         if pool is not None:
             await pool.close()
+
+    async def publish(self, kind: str, response_id: str) -> None:
+        """LISTEN/NOTIFY: every replica on this schema (this one too) gets the signal."""
+        async with self.transaction() as tx:
+            await tx.fetch("SELECT pg_notify(?, ?)", self.channel, f"{kind}:{response_id}")
+
+    def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        kind, _, response_id = payload.partition(":")
+        self._deliver(kind, response_id)
 
     async def _lock_migrations(self, tx: Tx) -> None:
         await tx.fetch("SELECT pg_advisory_xact_lock(?)", MIGRATION_LOCK)

@@ -66,6 +66,18 @@ class SQLStore(Store):
     def __init__(self, *, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
         self.ttl_seconds = ttl_seconds
         self._clock = clock
+        self._handlers: list[Callable[[str, str], None]] = []
+
+    def subscribe(self, handler: Callable[[str, str], None]) -> None:
+        self._handlers.append(handler)
+
+    async def publish(self, kind: str, response_id: str) -> None:
+        """In-process delivery; a store shared by processes overrides this."""
+        self._deliver(kind, response_id)
+
+    def _deliver(self, kind: str, response_id: str) -> None:
+        for handler in self._handlers:
+            handler(kind, response_id)
 
     @abstractmethod
     def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
@@ -108,19 +120,21 @@ class SQLStore(Store):
         events: list[JSON],
         *,
         conversation_id: str | None = None,
+        runner: str | None = None,
     ) -> None:
         rid, t, now = response["id"], _tenant(tenant), self._now()
         async with self.transaction() as tx:
             await self._drop_response(tx, rid)
             await tx.execute(
-                "INSERT INTO responses (id, tenant, status, body, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO responses (id, tenant, status, body, created_at, expires_at, runner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rid,
                 t,
                 response["status"],
                 _dump(response),
                 int(response.get("created_at") or now),
                 now + self.ttl_seconds,
+                runner,
             )
             await self._insert_items(tx, t, "input", rid, 0, input_items)
             await self._insert_items(tx, t, "output", rid, 0, list(response.get("output") or []))
@@ -274,12 +288,47 @@ class SQLStore(Store):
             )
         return json.loads(rows[0][0]) if rows else None
 
-    async def unfinished(self) -> list[tuple[str | None, JSON]]:
+    async def heartbeat(self, runner: str) -> None:
+        async with self.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO runners (id, seen_at) VALUES (?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+                runner,
+                self._now(),
+            )
+
+    async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
+        alive_since = self._now() + 1 if self.exclusive else self._now() - stale_after
         async with self.transaction() as tx:
             rows = await tx.fetch(
-                "SELECT tenant, body FROM responses WHERE status IN (?, ?)", *UNFINISHED
+                "SELECT r.tenant, r.body FROM responses r LEFT JOIN runners w ON w.id = r.runner "
+                "WHERE r.status IN (?, ?) AND (r.runner IS NULL OR r.runner <> ?) "
+                "AND (w.seen_at IS NULL OR w.seen_at < ?)",
+                *UNFINISHED,
+                runner,
+                alive_since,
             )
         return [(row[0] or None, json.loads(row[1])) for row in rows]
+
+    async def end_unfinished(
+        self, tenant: str | None, response_id: str, response: JSON, event: JSON
+    ) -> bool:
+        async with self.transaction() as tx:
+            rows = await tx.fetch(
+                f"SELECT status FROM responses WHERE id = ? AND tenant = ?{self.for_update}",
+                response_id,
+                _tenant(tenant),
+            )
+            if not rows or rows[0][0] not in UNFINISHED:
+                return False
+            await self._insert_events(tx, response_id, [event])
+            await tx.execute(
+                "UPDATE responses SET status = ?, body = ? WHERE id = ?",
+                response["status"],
+                _dump(response),
+                response_id,
+            )
+        return True
 
     # ------------------------------------------------------------ conversations
 

@@ -41,6 +41,8 @@ class _SQLiteTx:
 
 
 class SQLiteStore(SQLStore):
+    exclusive = True
+
     def __init__(
         self, path: Path, *, ttl_seconds: int, clock: Callable[[], float] = time.time
     ) -> None:

@@ -209,15 +209,45 @@ async def test_concurrent_appends_keep_every_item(store: Store) -> None:
     assert sorted(i["id"] for i in items) == sorted(f"m{i}" for i in range(20))
 
 
-async def test_running_response_events_and_unfinished(store: Store) -> None:
-    await store.save_response("t", response("resp_bg", "queued", []), [], events(2))
+async def test_running_response_events_and_orphans(store: Store, clock: Clock) -> None:
+    await store.save_response("t", response("resp_bg", "queued", []), [], events(2), runner="a")
     await store.append_events(
         "t", "resp_bg", events(3, start=2), response("resp_bg", "in_progress", [])
     )
-    unfinished = await store.unfinished()
-    assert [(t, r["id"], r["status"]) for t, r in unfinished] == [("t", "resp_bg", "in_progress")]
     tail = await store.events_after("t", "resp_bg", 1)
     assert [e["sequence_number"] for e in tail or []] == [2, 3, 4]
+    await store.heartbeat("a")
+    assert await store.orphans("a", stale_after=10) == []  # its own runs are never orphans
+    orphans = await store.orphans("b", stale_after=10)
+    if store.exclusive:  # SQLite: one process, so runner "a" is gone whatever its heartbeat
+        assert [(t, r["id"]) for t, r in orphans] == [("t", "resp_bg")]
+    else:  # PostgreSQL: "a" is alive until its heartbeat is stale
+        assert orphans == []
+        clock.now += 11
+        assert [(t, r["id"]) for t, r in await store.orphans("b", stale_after=10)] == [
+            ("t", "resp_bg")
+        ]
+    failed = {**response("resp_bg", "failed", []), "error": {"code": "x", "message": "y"}}
+    terminal = {"type": "response.failed", "sequence_number": 5, "response": failed}
+    assert await store.end_unfinished("t", "resp_bg", failed, terminal)
+    assert not await store.end_unfinished("t", "resp_bg", failed, terminal)
+    assert await store.orphans("b", stale_after=10) == []
+    stored = await store.get_response("t", "resp_bg")
+    assert stored is not None and stored.response["status"] == "failed"
+
+
+async def test_signals_reach_subscribers(store: Store) -> None:
+    got: list[tuple[str, str]] = []
+    arrived = asyncio.Event()
+
+    def handler(kind: str, response_id: str) -> None:
+        got.append((kind, response_id))
+        arrived.set()
+
+    store.subscribe(handler)
+    await store.publish("cancel", "resp_1")
+    await asyncio.wait_for(arrived.wait(), 5)
+    assert got == [("cancel", "resp_1")]
 
 
 async def test_secret_is_made_once(store: Store) -> None:
@@ -262,3 +292,26 @@ async def _journal_mode(path: Path) -> str:
         return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
     finally:
         conn.close()
+
+
+async def test_postgres_signals_cross_connections() -> None:
+    """Two stores on one schema (two replicas): a signal from one reaches the other."""
+    url, schema = new_schema_url()
+    a, b = PostgresStore(url, ttl_seconds=10), PostgresStore(url, ttl_seconds=10)
+    await asyncio.gather(a.open(), b.open())  # migrating together must be safe
+    try:
+        arrived = asyncio.Event()
+        got: list[tuple[str, str]] = []
+
+        def handler(kind: str, response_id: str) -> None:
+            got.append((kind, response_id))
+            arrived.set()
+
+        b.subscribe(handler)
+        await a.publish("events", "resp_9")
+        await asyncio.wait_for(arrived.wait(), 5)
+        assert got == [("events", "resp_9")]
+    finally:
+        await a.close()
+        await b.close()
+        await drop_schema(schema)
