@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import openai
 
-from tests.support.server import Server
 
-
-def test_chat_completion(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="x")
+def test_chat_completion(client: openai.OpenAI) -> None:
     completion = client.chat.completions.create(
         model="smollm2-135m",
         messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
@@ -25,8 +22,7 @@ def test_chat_completion(server: Server) -> None:
     )
 
 
-def test_chat_completion_stream_with_usage(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="x")
+def test_chat_completion_stream_with_usage(client: openai.OpenAI) -> None:
     chunks = list(
         client.chat.completions.create(
             model="smollm2-135m",

@@ -118,8 +118,9 @@ def test_non_stream_disconnect_stops_generation(server: Server) -> None:
     assert how == "cancelled"
 
 
-def test_concurrent_requests_take_turns_and_health_stays_up(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="x")
+def test_concurrent_requests_take_turns_and_health_stays_up(
+    server: Server, client: openai.OpenAI
+) -> None:
     results: list[str] = []
 
     def ask(n: int) -> None:

@@ -94,8 +94,7 @@ def test_unknown_route_is_404_envelope(server: Server) -> None:
     assert_error(reply, 404, None)
 
 
-def test_openai_sdk_raises_typed_errors(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="x")
+def test_openai_sdk_raises_typed_errors(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.responses.create(model="gpt-9", input="x")
     with pytest.raises(openai.BadRequestError) as caught:
