@@ -41,5 +41,6 @@ def test_events_are_checked_by_their_type() -> None:
 
 def test_json_schema_format_echo_is_accepted_despite_the_spec_defect() -> None:
     body = resource()
-    body["text"] = {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}
+    fmt = {"type": "json_schema", "name": "x", "schema": {"type": "object"}}
+    body["text"] = {"format": {**fmt, "description": None, "strict": True}}
     validate_response(body)
