@@ -474,6 +474,8 @@ class SQLStore(Store):
                 now,
             )
             count += await tx.execute("DELETE FROM conversations WHERE expires_at <= ?", now)
+            # Processes long gone (each start is a new runner).
+            await tx.execute("DELETE FROM runners WHERE seen_at <= ?", now - self.ttl_seconds)
         return count
 
     async def secret(self, name: str, make: bytes) -> bytes:

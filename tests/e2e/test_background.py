@@ -10,6 +10,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support.clients import openai_client
 from tests.support.polling import has_text, stored_events, wait_for
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server
@@ -21,7 +22,7 @@ LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens":
 
 @pytest.fixture
 def client(server: Server) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.base_url, api_key="no-key", max_retries=0) as sdk:
+    with openai_client(server.base_url) as sdk:
         yield sdk
 
 

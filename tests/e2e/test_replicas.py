@@ -12,6 +12,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.support.clients import openai_client
 from tests.support.polling import has_text, stored_events, wait_for
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
@@ -34,7 +35,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ser
 
 
 def sdk(server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="no-key", max_retries=0)
+    return openai_client(server.base_url)
 
 
 def dump(model: Any) -> dict[str, Any]:

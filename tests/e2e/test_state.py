@@ -16,6 +16,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support.clients import openai_client
 from tests.support.schema import validate, validate_event, validate_response
 from tests.support.server import Server, start_server
 from tests.support.stores import drop_schema, new_schema_url
@@ -44,7 +45,7 @@ def server(
 
 @pytest.fixture
 def client(server: Server) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.base_url, api_key="no-key", max_retries=0) as sdk:
+    with openai_client(server.base_url) as sdk:
         yield sdk
 
 

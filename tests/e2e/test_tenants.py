@@ -9,6 +9,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support.clients import openai_client
 from tests.support.schema import validate_response
 from tests.support.server import Server, start_server
 
@@ -26,7 +27,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def sdk(server: Server, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+    return openai_client(server.base_url, key)
 
 
 def test_another_tenant_sees_nothing(server: Server) -> None:
