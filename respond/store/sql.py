@@ -281,10 +281,17 @@ class SQLStore(Store):
 
     async def find_item(self, tenant: str | None, item_id: str) -> JSON | None:
         async with self.transaction() as tx:
+            now = self._now()
             rows = await tx.fetch(
-                "SELECT body FROM items WHERE tenant = ? AND item_id = ? LIMIT 1",
+                "SELECT body FROM items WHERE tenant = ? AND item_id = ? AND ("
+                "(owner IN ('input', 'output') AND owner_id IN "
+                "(SELECT id FROM responses WHERE expires_at > ?)) OR "
+                "(owner = 'conversation' AND owner_id IN "
+                "(SELECT id FROM conversations WHERE expires_at > ?))) LIMIT 1",
                 _tenant(tenant),
                 item_id,
+                now,
+                now,
             )
         return json.loads(rows[0][0]) if rows else None
 

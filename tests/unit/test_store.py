@@ -151,6 +151,8 @@ async def test_ttl_hides_then_purges(store: Store, clock: Clock) -> None:
     clock.now += 50  # resp_old and conv_old are 110s old: past the 100s time to live
     assert await store.get_response(None, "resp_old") is None
     assert await store.get_conversation(None, "conv_old") is None
+    assert await store.find_item(None, "msg_a") is None  # hidden before the purge, too
+    assert await store.find_item(None, "msg_c") is None
     assert await store.purge_expired() == 2
     assert await store.find_item(None, "msg_a") is None
     assert await store.find_item(None, "msg_c") is None
