@@ -32,7 +32,6 @@ class StoredResponse:
     response: JSON  # the response object as GET returns it
     input_items: list[JSON]  # the resolved input of this turn (with ids), in order
     output_items: list[JSON]
-    conversation_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,6 @@ class SQLStore(Store):
             response=response,
             input_items=[json.loads(row[0]) for row in items],
             output_items=list(response.get("output") or []),
-            conversation_id=(response.get("conversation") or {}).get("id"),
         )
 
     async def delete_response(self, tenant: str | None, response_id: str) -> bool:

@@ -41,6 +41,7 @@ def test_another_tenant_sees_nothing(server: Server) -> None:
             lambda: bob.responses.retrieve(made.id),
             lambda: bob.responses.delete(made.id),
             lambda: bob.responses.input_items.list(made.id),
+            lambda: bob.responses.cancel(made.id),
             lambda: bob.responses.create(model=MODEL, input="x", previous_response_id=made.id),
             lambda: bob.responses.create(
                 model=MODEL, input=[{"type": "item_reference", "id": item.id}]
@@ -74,6 +75,19 @@ def test_another_tenant_sees_nothing(server: Server) -> None:
             model=MODEL, input="Again", previous_response_id=made.id, max_output_tokens=8
         )
         assert chained.previous_response_id == made.id
+
+
+def test_compaction_items_open_only_for_their_tenant(server: Server) -> None:
+    with (
+        openai_client(server.base_url, "key-alice") as alice,
+        openai_client(server.base_url, "key-bob") as bob,
+    ):
+        sealed = alice.responses.compact(model=MODEL, input="Alice's secret plan.")
+        item = sealed.output[0].model_dump(mode="json", exclude_none=True)
+        assert alice.responses.input_tokens.count(model=MODEL, input=[item]).input_tokens > 0
+        with pytest.raises(openai.BadRequestError) as refused:
+            bob.responses.input_tokens.count(model=MODEL, input=[item])
+        assert refused.value.body["code"] == "invalid_encrypted_content"  # type: ignore[index]
 
 
 def test_wrong_key_is_401(server: Server) -> None:
