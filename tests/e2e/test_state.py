@@ -309,3 +309,22 @@ def test_compaction_restores_the_context(client: openai.OpenAI, server: Server) 
     missing = httpx.post(f"{server.base_url}/responses/compact", json={"input": "x"})
     assert missing.status_code == 400
     assert missing.json()["error"]["param"] == "model"
+
+
+def test_concurrent_turns_on_one_conversation(client: openai.OpenAI) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    conv = client.conversations.create(items=[user("Start.")])
+
+    def one(i: int) -> str:
+        return str(create(client, conversation=conv.id, input=f"Turn {i}.", max_output_tokens=4).id)
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(one, range(8)))
+    for response_id in ids:
+        assert client.responses.retrieve(response_id).conversation.id == conv.id  # type: ignore[union-attr]
+    items = list(client.conversations.items.list(conv.id, order="asc", limit=100))
+    assert len(items) == 1 + 8 * 2
+    assert len({item.id for item in items}) == len(items)
+    asked = sorted(i.content[0].text for i in items if i.role == "user")  # type: ignore[union-attr]
+    assert asked == sorted(["Start.", *(f"Turn {i}." for i in range(8))])
