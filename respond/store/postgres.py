@@ -7,6 +7,8 @@ so replicas starting together migrate once.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -19,6 +21,8 @@ import asyncpg
 from respond.store.sql import SQLStore, Tx
 
 __all__ = ["PostgresStore", "split_schema"]
+
+log = logging.getLogger("respond.store")
 
 MIGRATION_LOCK = 0x7265_7370  # "resp": any constant shared by all replicas
 
@@ -69,6 +73,7 @@ class PostgresStore(SQLStore):
         self.dsn, self.schema = split_schema(url)
         self.pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
+        self._relisten: asyncio.Future[None] | None = None
         # One channel per schema: stores in different schemas are different services.
         self.channel = f"respond_{self.schema}"
 
@@ -84,14 +89,37 @@ class PostgresStore(SQLStore):
             self.dsn, min_size=1, max_size=10, server_settings={"search_path": self.schema}
         )
         await self.migrate()
-        self._listener = await asyncpg.connect(self.dsn)
-        await self._listener.add_listener(self.channel, self._on_notify)
+        await self._listen()
+
+    async def _listen(self) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        await conn.add_listener(self.channel, self._on_notify)
+        conn.add_termination_listener(self._on_listener_lost)
+        self._listener = conn
+
+    def _on_listener_lost(self, _conn: object) -> None:
+        if self.pool is None:
+            return  # closing
+        log.warning("lost the PostgreSQL LISTEN connection; reconnecting")
+        self._listener = None
+        self._relisten = asyncio.ensure_future(self._listen_again())
+
+    async def _listen_again(self) -> None:
+        while self.pool is not None and self._listener is None:
+            try:
+                await self._listen()
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("could not LISTEN again (%s); retrying", exc)
+                await asyncio.sleep(1)
 
     async def close(self) -> None:
+        pool = self.pool
+        self.pool = None  # first: a listener closing now is not "lost"
+        if self._relisten is not None:
+            self._relisten.cancel()
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
-        pool, self.pool = self.pool, None
         if pool is not None:
             await pool.close()
 

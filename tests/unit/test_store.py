@@ -317,3 +317,28 @@ async def test_postgres_signals_cross_connections() -> None:
         await a.close()
         await b.close()
         await drop_schema(schema)
+
+
+async def test_postgres_listen_survives_a_lost_connection() -> None:
+    """PostgreSQL restarts or kills the LISTEN connection: signals keep arriving."""
+    url, schema = new_schema_url()
+    a, b = PostgresStore(url, ttl_seconds=10), PostgresStore(url, ttl_seconds=10)
+    await a.open()
+    await b.open()
+    try:
+        got: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        b.subscribe(lambda kind, rid: got.put_nowait((kind, rid)))
+        listener = b._listener
+        assert listener is not None
+        async with a.transaction() as tx:
+            await tx.fetch("SELECT pg_terminate_backend(?)", listener.get_server_pid())
+        for _ in range(100):
+            if b._listener is not None and b._listener is not listener:
+                break
+            await asyncio.sleep(0.05)
+        await a.publish("cancel", "resp_2")
+        assert await asyncio.wait_for(got.get(), 5) == ("cancel", "resp_2")
+    finally:
+        await a.close()
+        await b.close()
+        await drop_schema(schema)
