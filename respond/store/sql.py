@@ -208,13 +208,25 @@ class SQLStore(Store):
 
     async def append_events(
         self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
-    ) -> None:
+    ) -> bool:
         async with self.transaction() as tx:
             await self._insert_events(tx, response_id, events)
             await tx.execute(
                 "UPDATE responses SET status = ?, body = ? WHERE id = ? AND tenant = ?",
                 response["status"],
                 _dump(response),
+                response_id,
+                _tenant(tenant),
+            )
+            rows = await tx.fetch(
+                "SELECT cancel_requested FROM responses WHERE id = ?", response_id
+            )
+        return bool(rows and rows[0][0])
+
+    async def request_cancel(self, tenant: str | None, response_id: str) -> None:
+        async with self.transaction() as tx:
+            await tx.execute(
+                "UPDATE responses SET cancel_requested = 1 WHERE id = ? AND tenant = ?",
                 response_id,
                 _tenant(tenant),
             )

@@ -238,6 +238,16 @@ async def test_running_response_events_and_orphans(store: Store, clock: Clock) -
     assert stored is not None and stored.response["status"] == "failed"
 
 
+async def test_cancel_requests_are_kept_for_the_runner(store: Store) -> None:
+    await store.save_response("t", response("resp_bg", "in_progress", []), [], events(1))
+    running = response("resp_bg", "in_progress", [])
+    assert not await store.append_events("t", "resp_bg", events(1, start=1), running)
+    await store.request_cancel("other", "resp_bg")  # not theirs: no effect
+    assert not await store.append_events("t", "resp_bg", events(1, start=2), running)
+    await store.request_cancel("t", "resp_bg")
+    assert await store.append_events("t", "resp_bg", events(1, start=3), running)
+
+
 async def test_signals_reach_subscribers(store: Store) -> None:
     got: list[tuple[str, str]] = []
     arrived = asyncio.Event()
