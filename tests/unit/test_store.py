@@ -352,3 +352,26 @@ async def test_postgres_listen_survives_a_lost_connection() -> None:
         await a.close()
         await b.close()
         await drop_schema(schema)
+
+
+async def test_postgres_readers_do_not_wait_for_writers() -> None:
+    """A follower reading events while the run's final record is being written gets an
+    answer at once (it once locked the row, waited, then found it gone)."""
+    import asyncpg
+
+    url, schema = new_schema_url()
+    store = PostgresStore(url, ttl_seconds=10)
+    await store.open()
+    writer = await asyncpg.connect(store.dsn, server_settings={"search_path": schema})
+    try:
+        await store.save_response(None, response("resp_1", "in_progress", []), [], events(3))
+        async with writer.transaction():
+            await writer.execute("UPDATE responses SET status = 'completed' WHERE id = 'resp_1'")
+            found = await asyncio.wait_for(store.events_after(None, "resp_1", 0), 2)
+            stored = await asyncio.wait_for(store.get_response(None, "resp_1"), 2)
+        assert [e["sequence_number"] for e in found or []] == [1, 2]
+        assert stored is not None and stored.response["status"] == "in_progress"
+    finally:
+        await writer.close()
+        await store.close()
+        await drop_schema(schema)
