@@ -32,3 +32,8 @@ class Settings:
     store_url: str | None = None  # None: SQLite in data_dir
     max_body_mb: int = 32
     log_level: str = "info"
+    # Upstream servers instead of (or, with a config file, beside) the embedded model.
+    config_path: Path | None = None  # respond.toml: a table of models
+    upstreams: list[str] = field(default_factory=list)  # base URLs of one pool
+    upstream_key: str | None = None
+    upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"

@@ -117,6 +117,7 @@ class Responses:
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
         return PreparedRun(
             body=body,
             engine=engine,
@@ -249,6 +250,18 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
+    """What upstream engines use to name the output format and keep a chain on one server."""
+    hints: dict[str, Any] = {"response_id": response_id}
+    if body.previous_response_id:
+        hints["previous_response_id"] = body.previous_response_id
+    fmt = body.text.format
+    if isinstance(fmt, TextFormatJsonSchema):
+        hints["text_format_name"] = fmt.name
+        hints["text_format_strict"] = fmt.strict
+    return hints
 
 
 def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:

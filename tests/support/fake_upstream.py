@@ -1,0 +1,253 @@
+"""A FAKE upstream: a real HTTP server that plays scripted Chat Completions / Responses streams.
+
+It exists for what a tiny real model cannot produce on demand (parallel tool calls with
+interleaved argument fragments, reasoning fields, a 500, a cut connection, a stall).
+The request's `model` picks the script; `echo` answers with the request body it received,
+so tests can check the translation respond sent. Run as a process:
+
+    python -m tests.support.fake_upstream --port 9001 --name a
+
+GET /stats reports how many requests it served and how many streams the client abandoned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SCENARIOS = [
+    "echo",
+    "tools",
+    "reasoning",
+    "think",
+    "length",
+    "error500",
+    "cut",
+    "stall",
+    "slow",
+    "schema-picky",
+]
+
+STATS = {"requests": 0, "aborted": 0}
+LOCK = threading.Lock()
+NAME = "fake"
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+def usage(prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        },
+    }
+
+
+def tool(index: int, *, call_id: str = "", name: str = "", arguments: str = "") -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id:
+        entry["id"] = call_id
+        entry["type"] = "function"
+    if name:
+        entry["function"]["name"] = name
+    return entry
+
+
+def chat_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    if model == "tools":
+        return [
+            chunk({"role": "assistant"}),
+            chunk({"tool_calls": [tool(0, call_id="call_a", name="get_weather")]}),
+            chunk({"tool_calls": [tool(1, call_id="call_b", name="get_time")]}),
+            chunk({"tool_calls": [tool(0, arguments='{"city": ')]}),
+            chunk({"tool_calls": [tool(1, arguments='{"tz": ')]}),
+            chunk({"tool_calls": [tool(0, arguments='"Paris"}')]}),
+            chunk({"tool_calls": [tool(1, arguments='"UTC"}')]}),
+            chunk({}, "tool_calls"),
+            usage(20, 12),
+        ]
+    if model == "reasoning":
+        return [
+            chunk({"role": "assistant", "reasoning_content": "Let me "}),
+            chunk({"reasoning_content": "think."}),
+            chunk({"content": "Answer"}),
+            chunk({"content": "."}),
+            chunk({}, "stop"),
+            usage(30, 9, cached=16, reasoning=5),
+        ]
+    if model == "think":
+        pieces = ["<thi", "nk>ponder", "ing</th", "ink>Done", "."]
+        return [chunk({"content": p}) for p in pieces] + [chunk({}, "stop"), usage(5, 6)]
+    if model == "length":
+        return [chunk({"content": "abc"}), chunk({"content": "def"}), chunk({}, "length")]
+    if model == "slow":
+        return [chunk({"content": f"w{i} "}) for i in range(200)] + [chunk({}, "stop")]
+    # echo and schema-picky: say what was received, in two fragments.
+    text = json.dumps({"server": NAME, "request": body})
+    half = len(text) // 2
+    return [
+        chunk({"role": "assistant", "content": text[:half]}),
+        chunk({"content": text[half:]}),
+        chunk({}, "stop"),
+        usage(11, 7),
+    ]
+
+
+def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def ev(kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, **fields}
+
+    resp = {"id": "resp_up", "object": "response", "status": "in_progress", "output": []}
+    head = [ev("response.created", response=resp), ev("response.in_progress", response=resp)]
+    done_usage = {
+        "input_tokens": 12,
+        "output_tokens": 5,
+        "total_tokens": 17,
+        "input_tokens_details": {"cached_tokens": 4},
+        "output_tokens_details": {"reasoning_tokens": 2},
+    }
+    if model == "tools":
+        item = {"type": "function_call", "id": "fc_up", "call_id": "call_1", "name": "get_weather"}
+        return [
+            *head,
+            ev("response.output_item.added", output_index=0, item={**item, "arguments": ""}),
+            ev("response.function_call_arguments.delta", item_id="fc_up", delta='{"city":'),
+            ev("response.function_call_arguments.delta", item_id="fc_up", delta='"Oslo"}'),
+            ev("response.output_item.done", item={**item, "arguments": '{"city":"Oslo"}'}),
+            ev("response.completed", response={**resp, "status": "completed", "usage": done_usage}),
+        ]
+    if model == "length":
+        return [
+            *head,
+            ev("response.output_text.delta", item_id="msg_up", delta="cut sh"),
+            ev(
+                "response.incomplete",
+                response={
+                    **resp,
+                    "status": "incomplete",
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
+            ),
+        ]
+    if model == "error500":  # a failed response, reported in-stream
+        failed = {**resp, "status": "failed", "error": {"code": "x", "message": "model crashed"}}
+        return [*head, ev("response.failed", response=failed)]
+    text = json.dumps({"server": NAME, "request": body})
+    return [
+        *head,
+        ev("response.reasoning.delta", item_id="rs_up", delta="hmm"),
+        ev("response.output_item.done", item={"type": "reasoning", "id": "rs_up"}),
+        ev("response.output_text.delta", item_id="msg_up", delta=text[:10]),
+        ev("response.output_text.delta", item_id="msg_up", delta=text[10:]),
+        ev("response.completed", response={**resp, "status": "completed", "usage": done_usage}),
+    ]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_: Any) -> None:  # quiet
+        return
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            data = [{"id": name, "object": "model", "owned_by": "fake"} for name in SCENARIOS]
+            self.reply(200, {"object": "list", "data": data})
+        elif self.path == "/stats":
+            with LOCK:
+                self.reply(200, {"name": NAME, **STATS})
+        else:
+            self.reply(404, {"error": {"message": "no such path"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with LOCK:
+            STATS["requests"] += 1
+        model = str(body.get("model"))
+        if model == "error500":
+            if self.path.endswith("/chat/completions"):
+                self.reply(500, {"error": {"message": "fake upstream exploded", "type": "x"}})
+                return
+        if model == "schema-picky":
+            fmt = body.get("response_format") or {}
+            if fmt.get("type") == "json_schema":
+                # llama-cpp-python's server answers like this.
+                message = "Input should be 'text' or 'json_object' (response_format.json_schema)"
+                self.reply(500, {"error": {"message": message}})
+                return
+        if self.path.endswith("/chat/completions"):
+            self.stream(model, chat_script(model, body), done=True)
+        elif self.path.endswith("/responses"):
+            self.stream(model, responses_script(model, body), done=False)
+        else:
+            self.reply(404, {"error": {"message": "no such path"}})
+
+    def reply(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def stream(self, model: str, events: list[dict[str, Any]], *, done: bool) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for index, event in enumerate(events):
+                if model == "cut" and index == 2:
+                    return  # the connection closes mid-stream: no finish, no [DONE]
+                if model == "stall" and index == 1:
+                    time.sleep(30)
+                    return
+                name = f"event: {event['type']}\n" if "type" in event else ""
+                self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                if model == "slow":
+                    time.sleep(0.05)
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with LOCK:
+                STATS["aborted"] += 1
+
+
+def main() -> None:
+    global NAME
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--name", default="fake")
+    args = parser.parse_args()
+    NAME = args.name
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
