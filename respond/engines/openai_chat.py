@@ -171,6 +171,8 @@ def _response_format(turn: ChatTurn, style: SchemaStyle) -> dict[str, Any] | Non
             "name": str(turn.hints.get("text_format_name") or "output"),
             "schema": schema,
         }
+        if turn.hints.get("text_format_description"):
+            spec["description"] = str(turn.hints["text_format_description"])
         if turn.hints.get("text_format_strict") is not None:
             spec["strict"] = bool(turn.hints["text_format_strict"])
         return {"type": "json_schema", "json_schema": spec}

@@ -88,6 +88,8 @@ def responses_request(turn: ChatTurn, *, model: str) -> dict[str, Any]:
             "name": str(turn.hints.get("text_format_name") or "output"),
             "schema": dict(turn.json_schema),
         }
+        if turn.hints.get("text_format_description"):
+            fmt["description"] = str(turn.hints["text_format_description"])
         if turn.hints.get("text_format_strict") is not None:
             fmt["strict"] = bool(turn.hints["text_format_strict"])
         body["text"] = {"format": fmt}

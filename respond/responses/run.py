@@ -261,6 +261,7 @@ def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]
     if isinstance(fmt, TextFormatJsonSchema):
         hints["text_format_name"] = fmt.name
         hints["text_format_strict"] = fmt.strict
+        hints["text_format_description"] = fmt.description
     return hints
 
 

@@ -184,10 +184,9 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         model = str(body.get("model"))
-        if model == "error500":
-            if self.path.endswith("/chat/completions"):
-                self.reply(500, {"error": {"message": "fake upstream exploded", "type": "x"}})
-                return
+        if model == "error500" and self.path.endswith("/chat/completions"):
+            self.reply(500, {"error": {"message": "fake upstream exploded", "type": "x"}})
+            return
         if model == "schema-picky":
             fmt = body.get("response_format") or {}
             if fmt.get("type") == "json_schema":
