@@ -44,7 +44,6 @@ class UpstreamModel:
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     send_reasoning: bool = True
     vision: bool = True
-    context_window: int | None = None
 
     @property
     def upstream_model(self) -> str:
@@ -64,7 +63,6 @@ _UPSTREAM_KEYS = {
     "max_tokens_param",
     "send_reasoning",
     "vision",
-    "context_window",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
 
@@ -148,7 +146,6 @@ class _Reader:
             max_tokens_param=cast(Literal["max_tokens", "max_completion_tokens"], param),
             send_reasoning=self.boolean(f"{key}.send_reasoning", table.get("send_reasoning", True)),
             vision=self.boolean(f"{key}.vision", table.get("vision", True)),
-            context_window=self.optional_int(f"{key}.context_window", table.get("context_window")),
         )
 
     def api_key(self, key: str, table: dict[str, Any]) -> str | None:

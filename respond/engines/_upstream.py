@@ -262,7 +262,8 @@ class UpstreamPool:
 class UpstreamStream:
     """An open upstream response, read as SSE `data:` payloads under the chunk timeouts.
 
-    Setting ``cancel`` ends the stream quietly at once, even while a chunk is awaited.
+    Setting ``cancel`` ends the stream quietly at once, even while a chunk is awaited:
+    a watcher moves the pending read's deadline to now.
     """
 
     def __init__(
@@ -277,32 +278,41 @@ class UpstreamStream:
         self.timeouts = timeouts
         self.cancel = cancel or threading.Event()
         self.finished = False  # the upstream sent its end marker ([DONE])
+        self._deadline: asyncio.Timeout | None = None
 
     async def data(self) -> AsyncIterator[str]:
         """Each SSE event's data, joined across lines; ends at [DONE] or end of stream."""
-        lines = self.response.aiter_lines()
-        watcher = asyncio.ensure_future(_wait_set(self.cancel))
+        watcher = asyncio.ensure_future(self._watch_cancel())
         try:
-            limit = self.timeouts.first_byte
-            pending: list[str] = []
-            while True:
-                line = await self._next(lines, limit, watcher)
-                limit = self.timeouts.idle
-                if line is None:
-                    if pending and not self.cancel.is_set():
-                        yield "\n".join(pending)
+            async for payload in self._events():
+                if payload == "[DONE]":
+                    self.finished = True
                     return
+                yield payload
+        finally:
+            watcher.cancel()
+
+    async def _events(self) -> AsyncIterator[str]:
+        chunks = self.response.aiter_bytes()
+        limit = self.timeouts.first_byte
+        buffer = b""
+        pending: list[str] = []
+        while True:
+            chunk = await self._next(chunks, limit)
+            limit = self.timeouts.idle
+            if chunk is None:
+                if pending and not self.cancel.is_set():
+                    yield "\n".join(pending)
+                return
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                line = raw.removesuffix(b"\r").decode("utf-8", errors="replace")
                 if line.startswith("data:"):
                     pending.append(line[5:].removeprefix(" "))
                 elif not line and pending:
-                    payload = "\n".join(pending)
+                    yield "\n".join(pending)
                     pending = []
-                    if payload == "[DONE]":
-                        self.finished = True
-                        return
-                    yield payload
-        finally:
-            watcher.cancel()
 
     async def json(self) -> AsyncIterator[dict[str, Any]]:
         async for payload in self.data():
@@ -315,50 +325,39 @@ class UpstreamStream:
             if isinstance(value, dict):
                 yield value
 
-    async def _next(
-        self, lines: AsyncIterator[str], limit: float, watcher: asyncio.Future[None]
-    ) -> str | None:
-        """The next line; None at the end of the stream or when cancelled."""
-        step: asyncio.Future[str | None] = asyncio.ensure_future(_advance(lines))
-        waiting: set[asyncio.Future[Any]] = {step, watcher}
+    async def _next(self, chunks: AsyncIterator[bytes], limit: float) -> bytes | None:
+        """The next chunk; None at the end of the stream or when cancelled."""
+        if self.cancel.is_set():
+            return None
         try:
-            done, _ = await asyncio.wait(
-                waiting, timeout=limit, return_when=asyncio.FIRST_COMPLETED
-            )
-        except BaseException:
-            step.cancel()
-            raise
-        if step not in done:
-            step.cancel()
-            await asyncio.wait({step})  # let the line reader unwind before the response closes
-            if watcher in done:
+            async with asyncio.timeout(limit) as deadline:
+                self._deadline = deadline
+                return await anext(chunks)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError as exc:
+            if self.cancel.is_set():
                 return None
             raise upstream_error(
                 f"The upstream {self.member.base_url} sent nothing for {limit:g}s; "
                 "the request was abandoned.",
                 timeout=True,
-            )
-        try:
-            return step.result()
+            ) from exc
         except httpx.HTTPError as exc:
             if self.cancel.is_set():
                 return None
             raise upstream_error(
                 f"The upstream {self.member.base_url} broke off the stream: {describe(exc)}"
             ) from exc
+        finally:
+            self._deadline = None
 
-
-async def _advance(lines: AsyncIterator[str]) -> str | None:
-    try:
-        return await anext(lines)
-    except StopAsyncIteration:
-        return None
-
-
-async def _wait_set(event: threading.Event) -> None:
-    """Resolve once a threading.Event is set (it has no awaitable form)."""
-    while not event.is_set():
-        await asyncio.sleep(0.05)
+    async def _watch_cancel(self) -> None:
+        """threading.Event has no awaitable form: poll it, then expire the pending read."""
+        while not self.cancel.is_set():
+            await asyncio.sleep(0.05)
+        if self._deadline is not None:
+            self._deadline.reschedule(asyncio.get_running_loop().time())
 
 
 async def _http_error(member: Member, response: httpx.Response) -> EngineError:

@@ -406,7 +406,6 @@ class ChatCompletionsEngine(Engine):
         upstream_model: str,
         options: ChatOptions = ChatOptions(),
         vision: bool = True,
-        context_window: int | None = None,
     ) -> None:
         self.pool = pool
         self.upstream_model = upstream_model
@@ -414,7 +413,8 @@ class ChatCompletionsEngine(Engine):
         self.info = ModelInfo(
             id=alias,
             owned_by="upstream",
-            context_window=context_window,
+            # No tokenizer here: the upstream itself reports a prompt that is too long.
+            context_window=None,
             backend="chat-completions",
             vision=vision,
             upstreams=tuple(m.base_url for m in pool.members),

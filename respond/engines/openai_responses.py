@@ -255,14 +255,14 @@ class ResponsesEngine(Engine):
         alias: str,
         upstream_model: str,
         vision: bool = True,
-        context_window: int | None = None,
     ) -> None:
         self.pool = pool
         self.upstream_model = upstream_model
         self.info = ModelInfo(
             id=alias,
             owned_by="upstream",
-            context_window=context_window,
+            # No tokenizer here: the upstream itself reports a prompt that is too long.
+            context_window=None,
             backend="responses",
             vision=vision,
             upstreams=tuple(m.base_url for m in pool.members),

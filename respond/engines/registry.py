@@ -93,7 +93,6 @@ def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
             alias=entry.alias,
             upstream_model=entry.upstream_model,
             vision=entry.vision,
-            context_window=entry.context_window,
         )
     return ChatCompletionsEngine(
         pool,
@@ -103,7 +102,6 @@ def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
             max_tokens_param=entry.max_tokens_param, send_reasoning=entry.send_reasoning
         ),
         vision=entry.vision,
-        context_window=entry.context_window,
     )
 
 

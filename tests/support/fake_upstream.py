@@ -30,6 +30,7 @@ SCENARIOS = [
     "stall",
     "slow",
     "schema-picky",
+    "bench",
 ]
 
 STATS = {"requests": 0, "aborted": 0}
@@ -99,6 +100,11 @@ def chat_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         return [chunk({"content": p}) for p in pieces] + [chunk({}, "stop"), usage(5, 6)]
     if model == "length":
         return [chunk({"content": "abc"}), chunk({"content": "def"}), chunk({}, "length")]
+    if model == "bench":  # a short answer in 16 chunks, as fast as possible (bench/)
+        return [chunk({"content": f"tok{i} "}) for i in range(16)] + [
+            chunk({}, "stop"),
+            usage(12, 16),
+        ]
     if model == "slow":
         return [chunk({"content": f"w{i} "}) for i in range(200)] + [chunk({}, "stop")]
     # echo and schema-picky: say what was received, in two fragments.
@@ -110,6 +116,31 @@ def chat_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         chunk({}, "stop"),
         usage(11, 7),
     ]
+
+
+def completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A non-streamed chat.completion with the text of a script (for direct bench calls)."""
+    text = "".join(
+        c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices")
+    )
+    finish = next(
+        (
+            c["choices"][0]["finish_reason"]
+            for c in chunks
+            if c.get("choices") and c["choices"][0]["finish_reason"]
+        ),
+        "stop",
+    )
+    used = next((c["usage"] for c in chunks if "usage" in c), None)
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+        ],
+        "usage": used,
+    }
 
 
 def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -148,6 +179,11 @@ def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
                 },
             ),
         ]
+    if model == "bench":
+        deltas = [
+            ev("response.output_text.delta", item_id="msg_up", delta=f"tok{i} ") for i in range(16)
+        ]
+        return [*head, *deltas, ev("response.completed", response={**resp, "usage": done_usage})]
     if model == "error500":  # a failed response, reported in-stream
         failed = {**resp, "status": "failed", "error": {"code": "x", "message": "model crashed"}}
         return [*head, ev("response.failed", response=failed)]
@@ -164,6 +200,7 @@ def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
 
     def log_message(self, *_: Any) -> None:  # quiet
         return
@@ -194,7 +231,9 @@ class Handler(BaseHTTPRequestHandler):
                 message = "Input should be 'text' or 'json_object' (response_format.json_schema)"
                 self.reply(500, {"error": {"message": message}})
                 return
-        if self.path.endswith("/chat/completions"):
+        if self.path.endswith("/chat/completions") and body.get("stream") is not True:
+            self.reply(200, completion(chat_script(model, body)))
+        elif self.path.endswith("/chat/completions"):
             self.stream(model, chat_script(model, body), done=True)
         elif self.path.endswith("/responses"):
             self.stream(model, responses_script(model, body), done=False)
@@ -210,29 +249,46 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def stream(self, model: str, events: list[dict[str, Any]], *, done: bool) -> None:
+        """SSE, chunked on a kept-alive connection like vLLM; `cut` closes mid-stream."""
+        chunked = model != "cut"
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
+        if chunked:
+            self.send_header("transfer-encoding", "chunked")
+        else:
+            self.send_header("connection", "close")
+            self.close_connection = True
         self.end_headers()
-        self.close_connection = True
         try:
             for index, event in enumerate(events):
                 if model == "cut" and index == 2:
                     return  # the connection closes mid-stream: no finish, no [DONE]
                 if model == "stall" and index == 1:
                     time.sleep(30)
+                    self.close_connection = True
                     return
                 name = f"event: {event['type']}\n" if "type" in event else ""
-                self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
+                self.write(f"{name}data: {json.dumps(event)}\n\n".encode(), chunked)
                 if model == "slow":
                     time.sleep(0.05)
             if done:
-                self.wfile.write(b"data: [DONE]\n\n")
+                self.write(b"data: [DONE]\n\n", chunked)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
             with LOCK:
                 STATS["aborted"] += 1
+
+    def write(self, data: bytes, chunked: bool) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+        self.wfile.flush()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops connections at concurrency 32
 
 
 def main() -> None:
@@ -243,9 +299,7 @@ def main() -> None:
     parser.add_argument("--name", default="fake")
     args = parser.parse_args()
     NAME = args.name
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
-    server.serve_forever()
+    Server((args.host, args.port), Handler).serve_forever()
 
 
 if __name__ == "__main__":
