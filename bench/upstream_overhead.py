@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -43,13 +44,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.server import Server, free_port, start_server  # noqa: E402
-from tests.support.upstreams import start_fake, start_llama_cpp_server, wait_models  # noqa: E402
+from tests.support.upstreams import start_fake, start_llama_cpp_server  # noqa: E402
 
 VENVS = ROOT / "bench" / ".venvs"  # ignored by git; created by --compare
 LITELLM = "litellm[proxy]==1.106.12"  # 1.107+ need litellm-proxy, not on the registry
 ORS = "open-responses-server==0.4.1"
 PROMPT = "Say hello in five words."
 MAX_TOKENS = 16
+EXPECT: str | None = "tok15"  # the fake upstream's last chunk; None for a real model
+MASTER_KEY = "sk-bench-" + secrets.token_hex(16)
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Target:
     url: str  # full endpoint URL
     body: Callable[[bool], dict[str, object]]
     is_delta: Callable[[dict[str, object]], bool]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,20 +116,27 @@ async def one(client: httpx.AsyncClient, target: Target, stream: bool, sample: S
     started = time.perf_counter()
     try:
         if not stream:
-            reply = await client.post(target.url, json=target.body(False))
+            reply = await client.post(target.url, json=target.body(False), headers=target.headers)
             reply.raise_for_status()
-            reply.json()
+            text = reply.text
         else:
             first = None
-            async with client.stream("POST", target.url, json=target.body(True)) as reply:
+            async with client.stream(
+                "POST", target.url, json=target.body(True), headers=target.headers
+            ) as reply:
                 reply.raise_for_status()
+                lines = []
                 async for line in reply.aiter_lines():
+                    lines.append(line)
                     data = line.startswith("data: {")
                     if first is None and data and target.is_delta(json.loads(line[6:])):
                         first = time.perf_counter() - started
             if first is None:
                 raise RuntimeError("no text delta in the stream")
+            text = "\n".join(lines)
             sample.first.append(first)
+        if EXPECT and EXPECT not in text:  # a fast wrong answer must not count
+            raise RuntimeError(f"the answer lacks {EXPECT!r}: {text[:200]}")
     except Exception as exc:
         sample.errors += 1
         if sample.errors == 1:
@@ -191,7 +202,7 @@ def start_litellm(tmp: Path, upstream: str, model: str) -> Server:
         "model_list:\n"
         "  - model_name: bench\n"
         "    litellm_params:\n"
-        f"      model: openai/{model}\n"
+        f"      model: custom_openai/{model}\n"  # bridged to Chat Completions
         f"      api_base: {upstream}\n"
         "      api_key: none\n"
     )
@@ -202,6 +213,7 @@ def start_litellm(tmp: Path, upstream: str, model: str) -> Server:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price list at start
         "LITELLM_TELEMETRY": "False",
         "LITELLM_LOG": "ERROR",
+        "LITELLM_MASTER_KEY": MASTER_KEY,  # it refuses to start without one
     }
     litellm = python.parent / "litellm"
     with log_path.open("wb") as log:
@@ -212,7 +224,7 @@ def start_litellm(tmp: Path, upstream: str, model: str) -> Server:
             env=env,
         )
     server = Server(process, port, log_path)
-    wait_models(server, timeout=180)
+    wait_ready(server, "/health/liveliness", timeout=180)  # /v1/models needs the key
     return server
 
 
@@ -247,16 +259,21 @@ def start_ors(tmp: Path, upstream: str) -> Server:
             cwd=tmp,
         )
     server = Server(process, port, log_path)
-    deadline = time.monotonic() + 60
+    wait_ready(server, "/health", timeout=60)
+    return server
+
+
+def wait_ready(server: Server, path: str, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
     while True:
         try:
-            if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
-                return server
+            if httpx.get(server.url + path, timeout=2).status_code == 200:
+                return
         except httpx.HTTPError:
             pass
-        if time.monotonic() > deadline or process.poll() is not None:
+        if time.monotonic() > deadline or server.process.poll() is not None:
             server.stop()
-            raise RuntimeError(f"open-responses-server did not start:\n{server.log()}")
+            raise RuntimeError(f"{server.url} did not start:\n{server.log()[-3000:]}")
         time.sleep(0.2)
 
 
@@ -271,6 +288,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="also LiteLLM and ORS")
     args = parser.parse_args()
 
+    global EXPECT
     with tempfile.TemporaryDirectory() as tmp_name, stopping() as stack:
         tmp = Path(tmp_name)
         if args.upstream == "fake":
@@ -280,6 +298,7 @@ def main() -> None:
             from respond.engines.llamacpp import bundled_model_path
 
             upstream = stack(start_llama_cpp_server(tmp / "llama", bundled_model_path()))
+            EXPECT = None
             model = httpx.get(f"{upstream.base_url}/models").json()["data"][0]["id"]
         front = stack(
             start_server(
@@ -309,7 +328,8 @@ def main() -> None:
                     continue
                 path = "/v1/responses" if name == "litellm" else "/responses"
                 body = responses_body("bench" if name == "litellm" else model)
-                targets.append(Target(name, server.url + path, body, responses_delta))
+                auth = {"Authorization": f"Bearer {MASTER_KEY}"} if name == "litellm" else {}
+                targets.append(Target(name, server.url + path, body, responses_delta, auth))
         report(targets, args)
 
 

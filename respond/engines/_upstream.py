@@ -219,6 +219,7 @@ class UpstreamPool:
         for member in self._order(affinity):
             request = self.client.build_request("POST", member.base_url + path, json=body)
             member.in_flight += 1
+            sent = time.monotonic()
             try:
                 response = await self._send(request)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -234,7 +235,10 @@ class UpstreamPool:
                 if response.status_code >= 400:
                     raise await _http_error(member, response)
                 self.remember(affinity, member)
-                yield UpstreamStream(response, member, self.timeouts, cancel)
+                # first_byte covers the headers and the first chunk together.
+                waited = time.monotonic() - sent
+                first = max(0.001, self.timeouts.first_byte - waited)
+                yield UpstreamStream(response, member, self.timeouts, cancel, first_chunk=first)
             finally:
                 member.in_flight -= 1
                 await response.aclose()
@@ -272,10 +276,13 @@ class UpstreamStream:
         member: Member,
         timeouts: Timeouts,
         cancel: threading.Event | None = None,
+        *,
+        first_chunk: float | None = None,
     ) -> None:
         self.response = response
         self.member = member
         self.timeouts = timeouts
+        self.first_chunk = timeouts.first_byte if first_chunk is None else first_chunk
         self.cancel = cancel or threading.Event()
         self.finished = False  # the upstream sent its end marker ([DONE])
         self._deadline: asyncio.Timeout | None = None
@@ -294,7 +301,7 @@ class UpstreamStream:
 
     async def _events(self) -> AsyncIterator[str]:
         chunks = self.response.aiter_bytes()
-        limit = self.timeouts.first_byte
+        limit = self.first_chunk
         buffer = b""
         pending: list[str] = []
         while True:
@@ -339,7 +346,7 @@ class UpstreamStream:
             if self.cancel.is_set():
                 return None
             raise upstream_error(
-                f"The upstream {self.member.base_url} sent nothing for {limit:g}s; "
+                f"The upstream {self.member.base_url} sent nothing for {limit:.3g}s; "
                 "the request was abandoned.",
                 timeout=True,
             ) from exc
