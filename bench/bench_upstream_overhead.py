@@ -14,9 +14,9 @@ for non-streaming and streaming requests, at concurrency 1 and 32. It prints p50
 latency (to the last byte), p50 time to the first text delta when streaming, throughput,
 and the latency each server adds over direct.
 
-    .venv/bin/python bench/upstream_overhead.py                  # fake upstream, fast
-    .venv/bin/python bench/upstream_overhead.py --upstream llama  # llama-cpp-python server
-    .venv/bin/python bench/upstream_overhead.py --compare         # + LiteLLM, ORS
+    .venv/bin/python bench/bench_upstream_overhead.py                  # fake upstream, fast
+    .venv/bin/python bench/bench_upstream_overhead.py --upstream llama  # llama-cpp-python server
+    .venv/bin/python bench/bench_upstream_overhead.py --compare         # + LiteLLM, ORS
 
 The default upstream is the scripted fake (tests/support/fake_upstream.py, 16 chunks per
 answer, no model), so the numbers are the proxies' own cost, not generation time.
@@ -369,7 +369,8 @@ def report(targets: list[Target], args: argparse.Namespace) -> None:
                     f"| {rps:.0f} | {added} | {ratio} | {s.errors} |",
                     flush=True,
                 )
-    print(f"\nmedian of medians, python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    python = sys.version.split()[0]
+    print(f"\npercentiles over every round's requests; python {python}, {os.cpu_count()} CPUs")
 
 
 @contextmanager
