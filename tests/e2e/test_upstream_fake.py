@@ -189,6 +189,25 @@ def test_request_translation_reaches_the_upstream(respond: Server) -> None:
     assert response["usage"]["input_tokens"] == 11 and response["usage"]["output_tokens"] == 7
 
 
+def test_chat_completions_route_passes_images_through(respond: Server) -> None:
+    image = "data:image/png;base64,iVBORw0KGgo="
+    client = openai.OpenAI(base_url=respond.base_url, api_key="none")
+    completion = client.chat.completions.create(
+        model="chat-echo",
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "see"},
+                    {"type": "image_url", "image_url": {"url": image}},
+                ],
+            }
+        ],
+    )
+    sent = json.loads(completion.choices[0].message.content or "")["request"]
+    assert sent["messages"][0]["content"][1] == {"type": "image_url", "image_url": {"url": image}}
+
+
 def test_schema_refused_upstream_gets_json_object_with_schema(respond: Server) -> None:
     body = {
         "model": "chat-schema-picky",

@@ -1,4 +1,5 @@
-"""A pool of two upstream processes (FAKE upstreams): spread, affinity, failover, recovery."""
+"""A pool of two upstream processes (FAKE upstreams): spread, affinity, a kill mid-stream,
+failover, recovery."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from tests.support.server import Server, free_port, start_server
+from tests.support.sse import read_events
 from tests.support.upstreams import start_fake, write_config
 
 
@@ -18,10 +20,11 @@ from tests.support.upstreams import start_fake, write_config
 def pool(tmp_path: Path) -> Iterator[tuple[Server, dict[str, Server]]]:
     fakes = {name: start_fake(tmp_path / name, name) for name in ("a", "b")}
     urls = ", ".join(f'"{f.base_url}"' for f in fakes.values())
+    timeouts = "timeouts = { connect = 1, first_byte = 5, idle = 5, probe_interval = 0.2 }\n"
     config = write_config(
         tmp_path,
-        f'[models.pooled]\nupstream = [{urls}]\nmodel = "echo"\n'
-        "timeouts = { connect = 1, first_byte = 5, idle = 5, probe_interval = 0.2 }\n",
+        f'[models.pooled]\nupstream = [{urls}]\nmodel = "echo"\n{timeouts}'
+        f'[models.pooled-slow]\nupstream = [{urls}]\nmodel = "slow"\n{timeouts}',
     )
     front = start_server(tmp_path / "respond", "--config", str(config))
     yield front, fakes
@@ -57,23 +60,45 @@ def test_spread_affinity_failover_and_recovery(pool: tuple[Server, dict[str, Ser
         last, server = ask(front, previous_response_id=last)
         assert server == first_server
 
-    port_a = fakes["a"].port
-    fakes["a"].process.kill()
-    fakes["a"].process.wait()
-    # Every request keeps succeeding: the connect failure fails over before any byte.
-    assert [served_by(front) for _ in range(6)] == ["b"] * 6
+    # Kill the upstream serving a stream, mid-stream: that stream ends with response.failed.
+    before = {name: requests(fake) for name, fake in fakes.items()}
+    with httpx.stream(
+        "POST",
+        f"{front.base_url}/responses",
+        json={"model": "pooled-slow", "input": "x", "stream": True},
+        timeout=30,
+    ) as reply:
+        events = read_events(reply)
+        while next(events)["type"] != "response.output_text.delta":
+            pass
+        victim = next(name for name, fake in fakes.items() if requests(fake) > before[name])
+        fakes[victim].process.kill()
+        fakes[victim].process.wait()
+        rest = list(events)
+    assert rest[-1]["type"] == "response.failed"
+    assert rest[-1]["response"]["error"]["code"] == "upstream_error"
+    other = "b" if victim == "a" else "a"
+
+    # Every later request succeeds: the connect failure fails over before any byte.
+    assert [served_by(front) for _ in range(6)] == [other] * 6
     health = httpx.get(f"{front.url}/health")
     assert health.status_code == 200  # one backend per model is enough
     members = {u["url"]: u for u in health.json()["models"]["pooled"]["upstreams"]}
-    assert members[fakes["a"].base_url]["ok"] is False and "error" in members[fakes["a"].base_url]
-    assert members[fakes["b"].base_url]["ok"] is True
+    dead = members[fakes[victim].base_url]
+    assert dead["ok"] is False and "error" in dead
+    assert members[fakes[other].base_url]["ok"] is True
 
     # Bring it back on the same address: the prober notices, and it serves again.
-    fakes["a"] = start_fake(Path(fakes["a"].log_path.parent), "a", port=port_a)
+    fakes[victim] = start_fake(fakes[victim].log_path.parent, victim, port=fakes[victim].port)
     deadline = time.monotonic() + 15
-    while served_by(front) != "a":
+    while served_by(front) != victim:
         assert time.monotonic() < deadline, "the restarted upstream never came back"
         time.sleep(0.1)
+
+
+def requests(fake: Server) -> int:
+    count: int = httpx.get(f"{fake.url}/stats").json()["requests"]
+    return count
 
 
 def test_all_upstreams_down_is_a_fast_502(tmp_path: Path) -> None:

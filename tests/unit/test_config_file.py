@@ -70,3 +70,18 @@ def test_errors_name_the_key(tmp_path: Path, text: str, key: str) -> None:
         load_config(write(tmp_path, text))
     assert key in str(caught.value)
     assert str(tmp_path / "respond.toml") in str(caught.value)
+
+
+def test_serve_refuses_a_bad_file_naming_the_key(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = write(tmp_path, "[models.a]\nupstream = 'http://x/v1'\ntimeouts = { idle = 'soon' }\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "respond", "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "models.a.timeouts.idle: must be a positive number of seconds" in done.stderr
