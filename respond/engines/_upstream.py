@@ -186,19 +186,6 @@ class UpstreamPool:
             for member in self.members
         ]
 
-    async def models(self) -> list[dict[str, Any]]:
-        """The first reachable member's /models list."""
-        errors = []
-        for member in self.members:
-            try:
-                reply = await self.client.get(f"{member.base_url}/models")
-                reply.raise_for_status()
-                data: list[dict[str, Any]] = reply.json().get("data", [])
-                return data
-            except (httpx.HTTPError, ValueError) as exc:
-                errors.append(f"{member.base_url}: {describe(exc)}")
-        raise upstream_error("no upstream answered GET /models: " + "; ".join(errors))
-
     # ------------------------------------------------------------ streaming
 
     @contextlib.asynccontextmanager
@@ -233,7 +220,7 @@ class UpstreamPool:
             try:
                 self._mark_up(member)
                 if response.status_code >= 400:
-                    raise await _http_error(member, response)
+                    raise await _http_error(member, response, self.timeouts.idle)
                 self.remember(affinity, member)
                 # first_byte covers the headers and the first chunk together.
                 waited = time.monotonic() - sent
@@ -367,8 +354,12 @@ class UpstreamStream:
             self._deadline.reschedule(asyncio.get_running_loop().time())
 
 
-async def _http_error(member: Member, response: httpx.Response) -> EngineError:
-    raw = await response.aread()
+async def _http_error(member: Member, response: httpx.Response, limit: float) -> EngineError:
+    try:
+        async with asyncio.timeout(limit):
+            raw = await response.aread()
+    except (TimeoutError, httpx.HTTPError):
+        raw = b"(the error body could not be read)"
     message = raw.decode("utf-8", errors="replace").strip()
     try:
         error = json.loads(raw).get("error")

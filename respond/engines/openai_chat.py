@@ -482,6 +482,7 @@ def affinity_keys(turn: ChatTurn) -> list[str]:
     keys = []
     for hint, prefix in (
         ("prompt_cache_key", "pck:"),
+        ("conversation", "conv:"),
         ("previous_response_id", "resp:"),
         ("response_id", "resp:"),
     ):

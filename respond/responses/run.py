@@ -258,6 +258,9 @@ def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]
     hints: dict[str, Any] = {"response_id": response_id}
     if body.previous_response_id:
         hints["previous_response_id"] = body.previous_response_id
+    if body.conversation is not None:
+        conversation = body.conversation
+        hints["conversation"] = conversation if isinstance(conversation, str) else conversation.id
     fmt = body.text.format
     if isinstance(fmt, TextFormatJsonSchema):
         hints["text_format_name"] = fmt.name

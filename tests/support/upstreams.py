@@ -60,6 +60,9 @@ def start_llama_cpp_server(tmp: Path, model: Path) -> Server:
         "2048",
         "--n_threads",
         "2",
+        # By default a new request interrupts the stream in progress; queue it instead.
+        "--interrupt_requests",
+        "False",
         module=("-m", "llama_cpp.server"),
         wait_ready=False,
     )
