@@ -87,6 +87,7 @@ class UpstreamPool:
         self._affinity: OrderedDict[str, Member] = OrderedDict()
         self._turns = itertools.count()
         self._client: httpx.AsyncClient | None = None
+        self._checking: asyncio.Future[list[bool]] | None = None
 
     # ------------------------------------------------------------ client
 
@@ -174,8 +175,15 @@ class UpstreamPool:
         return True
 
     async def health(self) -> list[dict[str, Any]]:
-        """Check every member now (concurrently); one report per member."""
-        await asyncio.gather(*(self.check(member) for member in self.members))
+        """Check every member (concurrently); one report per member.
+
+        Models sharing this pool ask at once on each /health: they share one check.
+        """
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(
+                asyncio.gather(*(self.check(member) for member in self.members))
+            )
+        await asyncio.shield(self._checking)
         return [
             {
                 "url": member.base_url,

@@ -357,6 +357,12 @@ def test_responses_upstream_gets_full_input_without_state(respond: Server) -> No
             "instructions": "sys",
             "input": [
                 {"role": "user", "content": "q1"},
+                {
+                    "type": "reasoning",
+                    "id": "rs_1",
+                    "summary": [],
+                    "content": [{"type": "reasoning_text", "text": "thinking"}],
+                },
                 {"role": "assistant", "content": "a1"},
                 {"role": "user", "content": "q2"},
             ],
@@ -368,6 +374,7 @@ def test_responses_upstream_gets_full_input_without_state(respond: Server) -> No
     assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
     sent = echoed(final)["request"]
     assert sent["store"] is False and sent["stream"] is True and sent["model"] == "echo"
+    # Earlier reasoning is not sent: a stateless upstream accepts only its own.
     assert [(i["role"], i["content"][0]["text"]) for i in sent["input"]] == [
         ("system", "sys"),
         ("user", "q1"),
@@ -392,3 +399,15 @@ def test_responses_upstream_function_call_and_incomplete(respond: Server) -> Non
     cut = completed(respond, {"model": "resp-length", "input": "x"})
     assert cut["status"] == "incomplete"
     assert cut["output"][0]["content"][0]["text"] == "cut sh"
+
+
+def test_upstream_flags_serve_a_responses_upstream(fake: Server, tmp_path: Path) -> None:
+    srv = start_server(tmp_path, "--upstream", fake.base_url, "--upstream-api", "responses")
+    try:
+        models = {m["id"]: m for m in httpx.get(f"{srv.base_url}/models").json()["data"]}
+        assert models["tools"]["meta"]["backend"] == "responses"
+        final = completed(srv, {"model": "tools", "input": "x", "tools": []})
+        # No tools were offered, so the upstream's function call is dropped.
+        assert final["output"] == [] and final["status"] == "completed"
+    finally:
+        srv.stop()
