@@ -36,8 +36,9 @@ from respond.protocol.requests import (
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
-from respond.responses.context import items_to_messages, normalize_input, stored_item
+from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
+from respond.responses.history import Context, History
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -81,12 +82,14 @@ class Responses:
         engines: Mapping[str, Engine],
         *,
         recorder: ResponseRecorder | None = None,
+        history: History | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
         self.engines = dict(engines)
         self.recorder = recorder
+        self.history = history or History(None)
         self._clock = clock
 
     # ------------------------------------------------------------ preparing
@@ -106,27 +109,43 @@ class Responses:
         return engine
 
     async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
-        engine = self.engine_for(body.model)
-        if not engine.ready:
-            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
-        items = normalize_input(body.input)
-        vision = engine.info.vision
-        messages = items_to_messages(items, vision=vision)
-        if body.instructions:
-            messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        turn = self._turn(body, engine, messages)
+        engine, turn, context = await self.assemble(body, tenant)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
         turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
+        if context.conversation_id is not None:
+            resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
             body=body,
             engine=engine,
             turn=turn,
             resource=resource,
-            input_items=[stored_item(item) for item in items],
+            input_items=context.new_stored,
             tenant=tenant,
         )
+
+    async def assemble(
+        self, body: CreateResponseBody, tenant: str | None
+    ) -> tuple[Engine, ChatTurn, Context]:
+        """The engine and the turn a body asks for, with stored history in front of its input."""
+        engine = self.engine_for(body.model)
+        if not engine.ready:
+            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+        context = await self.history.context(body, tenant)
+        vision = engine.info.vision
+        items_to_messages(context.new, vision=vision)  # errors name the client's input index
+        messages = items_to_messages(context.items, vision=vision)
+        if body.instructions:
+            messages.insert(0, ChatMessage(role="system", content=body.instructions))
+        return engine, self._turn(body, engine, messages), context
+
+    async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
+        engine, turn, _ = await self.assemble(body, tenant)
+        try:
+            return await engine.count_tokens(turn)
+        except EngineError as exc:
+            raise APIError(exc.status, exc.message, code=exc.code) from exc
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -218,6 +237,10 @@ class Responses:
         try:
             for event in builder.start():
                 yield event
+            if builder.response.status == "queued":
+                # A background run: its worker resumes this generator when it starts.
+                for event in builder.begin():
+                    yield event
             try:
                 async with aclosing(run.engine.stream(run.turn)) as deltas:
                     async for delta in deltas:
