@@ -316,6 +316,26 @@ class UpstreamStream:
                     yield "\n".join(pending)
                     pending = []
 
+    async def read_json(self) -> dict[str, Any]:
+        """The whole body as one JSON object (a non-streamed answer), under the idle timeout."""
+        try:
+            async with asyncio.timeout(self.first_chunk):
+                raw = await self.response.aread()
+            value = json.loads(raw)
+        except TimeoutError as exc:
+            raise upstream_error(
+                f"The upstream {self.member.base_url} did not answer within "
+                f"{self.first_chunk:.3g}s.",
+                timeout=True,
+            ) from exc
+        except (httpx.HTTPError, ValueError) as exc:
+            raise upstream_error(
+                f"The upstream {self.member.base_url} sent an unreadable answer: {describe(exc)}"
+            ) from exc
+        if not isinstance(value, dict):
+            raise upstream_error(f"The upstream {self.member.base_url} sent {type(value).__name__}")
+        return value
+
     async def json(self) -> AsyncIterator[dict[str, Any]]:
         async for payload in self.data():
             try:

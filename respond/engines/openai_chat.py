@@ -23,6 +23,7 @@ from respond.engines._base import (
     ChatTurn,
     Delta,
     Engine,
+    EngineError,
     Finish,
     ModelInfo,
     ReasoningDelta,
@@ -427,6 +428,26 @@ class ChatCompletionsEngine(Engine):
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+    async def count_tokens(self, turn: ChatTurn) -> int:
+        """Counted by the upstream, which has the tokenizer: a one-token completion's usage."""
+        body = chat_request(
+            turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
+        )
+        body.update({"stream": False, self.options.max_tokens_param: 1})
+        del body["stream_options"]
+        async with self.pool.stream(
+            "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
+        ) as upstream:
+            data = await upstream.read_json()
+        usage = data.get("usage") or {}
+        if not isinstance(usage, dict) or "prompt_tokens" not in usage:
+            raise EngineError(
+                "The upstream reports no usage, so its input tokens cannot be counted.",
+                code="unsupported",
+                status=501,
+            )
+        return int(usage["prompt_tokens"])
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         translator = ChatTranslator(turn)

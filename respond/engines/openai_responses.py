@@ -274,6 +274,19 @@ class ResponsesEngine(Engine):
     async def aclose(self) -> None:
         await self.pool.aclose()
 
+    async def count_tokens(self, turn: ChatTurn) -> int:
+        """Counted by the upstream: POST /responses/input_tokens with the full input."""
+        body = responses_request(turn, model=self.upstream_model)
+        for key in ("stream", "store", "include", "top_logprobs"):
+            body.pop(key, None)
+        async with self.pool.stream(
+            "/responses/input_tokens", body, affinity=affinity_keys(turn), cancel=turn.cancel
+        ) as upstream:
+            data = await upstream.read_json()
+        if not isinstance(data.get("input_tokens"), int):
+            raise upstream_error(f"The upstream did not count the input tokens: {data}"[:500])
+        return int(data["input_tokens"])
+
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         translator = ResponsesTranslator(turn)
         body = responses_request(turn, model=self.upstream_model)

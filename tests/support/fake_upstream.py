@@ -235,6 +235,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, completion(chat_script(model, body)))
         elif self.path.endswith("/chat/completions"):
             self.stream(model, chat_script(model, body), done=True)
+        elif self.path.endswith("/responses/input_tokens"):
+            self.reply(200, {"object": "response.input_tokens", "input_tokens": 42})
         elif self.path.endswith("/responses"):
             self.stream(model, responses_script(model, body), done=False)
         else:
