@@ -337,6 +337,12 @@ class UpstreamStream:
         return value
 
     async def json(self) -> AsyncIterator[dict[str, Any]]:
+        """Each event as JSON. A server that ignored `stream: true` and answered with one
+        JSON body yields that body as its only event."""
+        if self.response.headers.get("content-type", "").startswith("application/json"):
+            yield await self.read_json()
+            self.finished = True
+            return
         async for payload in self.data():
             try:
                 value = json.loads(payload)

@@ -149,6 +149,8 @@ class ResponsesTranslator:
         self.usage: Usage | None = None
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
+        if event.get("object") == "response":  # a whole response, not streamed
+            return self._whole(event)
         kind = str(event.get("type", ""))
         item_id = str(event.get("item_id", ""))
         if kind == "response.output_text.delta":
@@ -179,6 +181,16 @@ class ResponsesTranslator:
         if kind == "error":
             raise upstream_error(f"The upstream reported an error: {_error_message(event)}")
         return []
+
+    def _whole(self, response: Mapping[str, Any]) -> list[Delta]:
+        out: list[Delta] = []
+        for item in response.get("output") or ():
+            out += self._added(item) + self._done(item)
+        if response.get("status") == "failed":
+            error = response.get("error") or {}
+            raise upstream_error(f"The upstream response failed: {error.get('message', error)}")
+        kind = "response.incomplete" if response.get("status") == "incomplete" else ""
+        return out + self._terminal(kind, response)
 
     def _added(self, item: Mapping[str, Any]) -> list[Delta]:
         if item.get("type") != "function_call":

@@ -25,7 +25,18 @@ from tests.support.sse import read_events
 from tests.support.upstreams import start_fake, write_config
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
-CHAT = ["echo", "tools", "reasoning", "think", "length", "error500", "cut", "stall", "slow"]
+CHAT = [
+    "echo",
+    "tools",
+    "reasoning",
+    "think",
+    "length",
+    "error500",
+    "cut",
+    "stall",
+    "slow",
+    "nostream",
+]
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 
 
@@ -289,6 +300,13 @@ def test_think_tags_become_a_reasoning_item(respond: Server) -> None:
     assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
     assert final["output"][0]["content"][0]["text"] == "pondering"
     assert final["output"][1]["content"][0]["text"] == "Done."
+
+
+def test_upstream_that_ignores_stream_true(respond: Server) -> None:
+    events = stream(respond, {"model": "chat-nostream", "input": "hi"})
+    final = events[-1]["response"]
+    assert final["status"] == "completed" and final["usage"]["input_tokens"] == 11
+    assert json.loads(final["output"][0]["content"][0]["text"])["request"]["stream"] is True
 
 
 def test_finish_reason_length_is_incomplete(respond: Server) -> None:

@@ -31,6 +31,7 @@ SCENARIOS = [
     "slow",
     "schema-picky",
     "bench",
+    "nostream",
 ]
 
 STATS = {"requests": 0, "aborted": 0}
@@ -231,7 +232,8 @@ class Handler(BaseHTTPRequestHandler):
                 message = "Input should be 'text' or 'json_object' (response_format.json_schema)"
                 self.reply(500, {"error": {"message": message}})
                 return
-        if self.path.endswith("/chat/completions") and body.get("stream") is not True:
+        streamed = body.get("stream") is True and model != "nostream"  # nostream ignores it
+        if self.path.endswith("/chat/completions") and not streamed:
             self.reply(200, completion(chat_script(model, body)))
         elif self.path.endswith("/chat/completions"):
             self.stream(model, chat_script(model, body), done=True)

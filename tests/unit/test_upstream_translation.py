@@ -310,3 +310,48 @@ def test_responses_events_map_to_deltas() -> None:
         Usage(4, 2),
         Finish("length"),
     ]
+
+
+def test_a_whole_chat_completion_translates_too() -> None:
+    translator = ChatTranslator(turn(tools=[WEATHER]))
+    message = {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        ],
+    }
+    deltas = run(
+        translator,
+        [
+            {
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+            }
+        ],
+    )
+    assert deltas == [
+        TextDelta("Checking."),
+        ToolCallStart("c1", "get_weather"),
+        ToolCallArgumentsDelta("{}"),
+        ToolCallEnd(),
+        Usage(5, 3),
+        Finish("stop"),
+    ]
+
+
+def test_a_whole_responses_object_translates_too() -> None:
+    translator = ResponsesTranslator(turn())
+    deltas = translator.feed(
+        {
+            "object": "response",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {"type": "reasoning", "id": "r", "summary": [{"text": "hm"}]},
+                {"type": "message", "id": "m", "content": [{"type": "output_text", "text": "x"}]},
+            ],
+            "usage": {"input_tokens": 2, "output_tokens": 1},
+        }
+    )
+    assert deltas == [ReasoningDelta("hm"), TextDelta("x"), Usage(2, 1), Finish("length")]
