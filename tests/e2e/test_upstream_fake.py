@@ -55,6 +55,9 @@ def respond(fake: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "timeouts = { connect = 2, first_byte = 5, idle = 1 }\n"
         for name in [*CHAT, "schema-picky"]
     ]
+    tables.append(
+        f'[models.keyed]\nupstream = "{fake.base_url}"\nmodel = "echo"\napi_key = "sk-up"\n'
+    )
     tables += [
         f'[models.resp-{name}]\nupstream = "{fake.base_url}"\napi = "responses"\nmodel = "{name}"\n'
         for name in ["echo", "tools", "length", "error500", "cut"]
@@ -217,6 +220,13 @@ def test_chat_completions_route_passes_images_through(respond: Server) -> None:
     )
     sent = json.loads(completion.choices[0].message.content or "")["request"]
     assert sent["messages"][0]["content"][1] == {"type": "image_url", "image_url": {"url": image}}
+
+
+def test_upstream_key_is_sent_as_bearer(respond: Server) -> None:
+    keyed = echoed(completed(respond, {"model": "keyed", "input": "x"}))
+    assert keyed["authorization"] == "Bearer sk-up"
+    plain = echoed(completed(respond, {"model": "chat-echo", "input": "x"}))
+    assert plain["authorization"] == ""
 
 
 def test_schema_refused_upstream_gets_json_object_with_schema(respond: Server) -> None:

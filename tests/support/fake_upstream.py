@@ -74,7 +74,7 @@ def tool(index: int, *, call_id: str = "", name: str = "", arguments: str = "") 
     return entry
 
 
-def chat_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+def chat_script(model: str, body: dict[str, Any], auth: str = "") -> list[dict[str, Any]]:
     if model == "tools":
         return [
             chunk({"role": "assistant"}),
@@ -109,7 +109,7 @@ def chat_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     if model == "slow":
         return [chunk({"content": f"w{i} "}) for i in range(200)] + [chunk({}, "stop")]
     # echo and schema-picky: say what was received, in two fragments.
-    text = json.dumps({"server": NAME, "request": body})
+    text = json.dumps({"server": NAME, "request": body, "authorization": auth})
     half = len(text) // 2
     return [
         chunk({"role": "assistant", "content": text[:half]}),
@@ -144,7 +144,7 @@ def completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+def responses_script(model: str, body: dict[str, Any], auth: str = "") -> list[dict[str, Any]]:
     def ev(kind: str, **fields: Any) -> dict[str, Any]:
         return {"type": kind, **fields}
 
@@ -188,7 +188,7 @@ def responses_script(model: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     if model == "error500":  # a failed response, reported in-stream
         failed = {**resp, "status": "failed", "error": {"code": "x", "message": "model crashed"}}
         return [*head, ev("response.failed", response=failed)]
-    text = json.dumps({"server": NAME, "request": body})
+    text = json.dumps({"server": NAME, "request": body, "authorization": auth})
     return [
         *head,
         ev("response.reasoning.delta", item_id="rs_up", delta="hmm"),
@@ -222,6 +222,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATS["requests"] += 1
         model = str(body.get("model"))
+        auth = self.headers.get("authorization", "")
         if model == "error500" and self.path.endswith("/chat/completions"):
             self.reply(500, {"error": {"message": "fake upstream exploded", "type": "x"}})
             return
@@ -234,13 +235,13 @@ class Handler(BaseHTTPRequestHandler):
                 return
         streamed = body.get("stream") is True and model != "nostream"  # nostream ignores it
         if self.path.endswith("/chat/completions") and not streamed:
-            self.reply(200, completion(chat_script(model, body)))
+            self.reply(200, completion(chat_script(model, body, auth)))
         elif self.path.endswith("/chat/completions"):
-            self.stream(model, chat_script(model, body), done=True)
+            self.stream(model, chat_script(model, body, auth), done=True)
         elif self.path.endswith("/responses/input_tokens"):
             self.reply(200, {"object": "response.input_tokens", "input_tokens": 42})
         elif self.path.endswith("/responses"):
-            self.stream(model, responses_script(model, body), done=False)
+            self.stream(model, responses_script(model, body, auth), done=False)
         else:
             self.reply(404, {"error": {"message": "no such path"}})
 
