@@ -25,6 +25,11 @@ DISCOVERY_WAIT_S = 30.0  # an upstream started alongside respond may need a mome
 
 def build_engines(settings: Settings) -> dict[str, Engine]:
     """The engines by public model name. Raises SystemExit with a readable message."""
+    if settings.upstreams and (settings.config_path or settings.model_path):
+        raise SystemExit(
+            "respond: --upstream serves the upstream's models; it does not combine with "
+            "-m or --config (a config file can list both kinds of model)."
+        )
     if settings.config_path is not None:
         from respond._config_file import ConfigError
 
