@@ -33,3 +33,8 @@ class Settings:
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
     log_level: str = "info"
+    # Upstream servers instead of (or, with a config file, beside) the embedded model.
+    config_path: Path | None = None  # respond.toml: a table of models
+    upstreams: list[str] = field(default_factory=list)  # base URLs of one pool
+    upstream_key: str | None = None
+    upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"

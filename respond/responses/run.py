@@ -113,6 +113,7 @@ class Responses:
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
@@ -273,6 +274,22 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
+    """What upstream engines use to name the output format and keep a chain on one server."""
+    hints: dict[str, Any] = {"response_id": response_id}
+    if body.previous_response_id:
+        hints["previous_response_id"] = body.previous_response_id
+    if body.conversation is not None:
+        conversation = body.conversation
+        hints["conversation"] = conversation if isinstance(conversation, str) else conversation.id
+    fmt = body.text.format
+    if isinstance(fmt, TextFormatJsonSchema):
+        hints["text_format_name"] = fmt.name
+        hints["text_format_strict"] = fmt.strict
+        hints["text_format_description"] = fmt.description
+    return hints
 
 
 def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
