@@ -23,20 +23,15 @@ from respond.engines._base import (
     ContextOverflowError,
     Engine,
     EngineError,
-    FunctionSpec,
     Sampling,
-    ToolChoice,
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
-from respond.protocol.requests import (
-    CreateResponseBody,
-    TextFormatJsonObject,
-    TextFormatJsonSchema,
-)
+from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
 from respond.responses.context import items_to_messages, normalize_input, stored_item
 from respond.responses.events import EventBuilder
+from respond.responses.tools import check_call_ids, function_specs, text_constraint, tool_choice
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -109,6 +104,7 @@ class Responses:
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
         items = normalize_input(body.input)
+        check_call_ids(items)
         vision = engine.info.vision
         messages = items_to_messages(items, vision=vision)
         if body.instructions:
@@ -129,15 +125,17 @@ class Responses:
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
     ) -> ChatTurn:
-        fmt = body.text.format
+        specs = function_specs(body, engine)
+        json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
             messages=messages,
-            tools=_function_specs(body.tools),
-            tool_choice=_tool_choice(body.tool_choice),
+            tools=specs,
+            tool_choice=tool_choice(body, specs),
             parallel_tool_calls=body.parallel_tool_calls,
-            json_schema=fmt.schema_ if isinstance(fmt, TextFormatJsonSchema) else None,
-            json_object=isinstance(fmt, TextFormatJsonObject),
+            max_tool_calls=body.max_tool_calls,
+            json_schema=json_schema,
+            json_object=json_object,
             sampling=Sampling(
                 temperature=1.0 if body.temperature is None else body.temperature,
                 top_p=1.0 if body.top_p is None else body.top_p,
@@ -249,38 +247,6 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
-
-
-def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
-    specs = []
-    for tool in tools:
-        if tool.get("type") != "function":
-            log.info(
-                "tool type %r is not run by respond; the model does not see it", tool.get("type")
-            )
-            continue
-        strict = tool.get("strict")
-        specs.append(
-            FunctionSpec(
-                name=tool["name"],
-                description=tool.get("description"),
-                parameters=tool.get("parameters") or {"type": "object", "properties": {}},
-                strict=True if strict is None else bool(strict),
-            )
-        )
-    return specs
-
-
-def _tool_choice(choice: Any) -> ToolChoice:
-    if isinstance(choice, str):
-        return ToolChoice(mode=choice)  # type: ignore[arg-type]
-    data = choice if isinstance(choice, dict) else choice.model_dump()
-    if data.get("type") == "function":
-        return ToolChoice(mode="required", allowed=(data["name"],))
-    if data.get("type") == "allowed_tools":
-        names = tuple(t["name"] for t in data.get("tools", []) if t.get("type") == "function")
-        return ToolChoice(mode=data.get("mode", "auto"), allowed=names)
-    return ToolChoice()
 
 
 def _echo_tool(tool: dict[str, Any]) -> dict[str, Any]:
