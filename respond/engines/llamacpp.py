@@ -261,10 +261,17 @@ class LlamaCppEngine(Engine):
             # The model chose to call a function: rewind to where its markup began and
             # write the call(s) under the grammar, so they are valid by construction.
             prefix = tokens + budget.rewind(self._llm, parser.halted_at)
-            parser = plan.parser(stop_at_call=False)
+            parser = plan.parser(stop_at_call=False, after_rewind=True)
             self._phase(prefix, turn, plan.call_grammar, parser, budget, emit)
         for delta in parser.close():
             emit(delta)
+        log.info(
+            "generation %s after %d tokens (prompt %d, cached %d)",
+            "cancelled" if turn.cancel.is_set() else "cut" if budget.cut else "ended",
+            budget.produced,
+            len(tokens),
+            cached,
+        )
         emit(
             Usage(
                 input_tokens=len(tokens),

@@ -52,27 +52,37 @@ def error_body(
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
-def _param_path(loc: tuple[int | str, ...], skip: frozenset[str]) -> str:
+def _param_path(loc: tuple[int | str, ...], data: Any, *, missing: bool = False) -> str:
     """('input', 3, 'content', 0, 'type') -> 'input[3].content[0].type'.
 
-    Union branch labels that pydantic inserts into locations (tag names, type names
-    such as 'list[...]') are not fields the client wrote, so they are dropped.
+    pydantic puts union branch labels (tag names, 'str', 'list[...]') into locations.
+    Walking the client's own data tells them apart: a real field is a key there (or,
+    for a missing field, the last element of the location).
     """
     out = ""
-    for part in loc:
-        if isinstance(part, int):
+    for position, part in enumerate(loc):
+        if isinstance(part, int) and isinstance(data, list) and part < len(data):
             out += f"[{part}]"
-        elif part in skip or not part.isidentifier():
-            continue
-        else:
+            data = data[part]
+        elif isinstance(part, str) and isinstance(data, dict) and part in data:
+            out += f".{part}" if out else part
+            data = data[part]
+        elif missing and position == len(loc) - 1 and isinstance(part, str):
             out += f".{part}" if out else part
     return out
 
 
-def from_validation_error(exc: ValidationError, skip: frozenset[str] = frozenset()) -> APIError:
-    """Turn the first pydantic error into a client-readable 400 naming the field."""
-    err = exc.errors(include_url=False)[0]
-    param = _param_path(tuple(err["loc"]), skip) or None
+def from_validation_error(exc: ValidationError, data: Any) -> APIError:
+    """Turn a pydantic error into a client-readable 400 naming the field."""
+    errors = exc.errors(include_url=False)
+
+    # For unions pydantic reports one error per branch; the deepest location is the
+    # branch the client meant (a list of items, not the plain-string alternative).
+    def path(error: Any) -> str:
+        return _param_path(tuple(error["loc"]), data, missing=error["type"] == "missing")
+
+    err = max(errors, key=lambda e: len(path(e)))
+    param = path(err) or None
     kind = err["type"]
     if kind == "missing":
         message = f"Missing required parameter: '{param}'."

@@ -9,6 +9,7 @@ events to send, in order. Every event is applied to a ResponseFold as it is emit
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from respond._ids import new_id
@@ -46,7 +47,15 @@ class _Open:
 
 
 class EventBuilder:
-    def __init__(self, response: ResponseResource) -> None:
+    def __init__(
+        self,
+        response: ResponseResource,
+        *,
+        seal_reasoning: Callable[[str], str] | None = None,
+    ) -> None:
+        # Set when the client asked for reasoning.encrypted_content: each reasoning item
+        # is done with its text sealed into encrypted_content.
+        self._seal_reasoning = seal_reasoning
         self._fold = ResponseFold(response.model_copy(deep=True))
         self._next_seq = 0
         self._open: _Open | None = None
@@ -223,6 +232,8 @@ class EventBuilder:
             )
         elif isinstance(item, ReasoningItem):
             reasoning = item.content[0]
+            if self._seal_reasoning is not None:
+                item.encrypted_content = self._seal_reasoning(reasoning.text)
             out.append(
                 self._emit(
                     ev.ReasoningDone(

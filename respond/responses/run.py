@@ -27,10 +27,12 @@ from respond.engines._base import (
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
-from respond.protocol.requests import CreateResponseBody
+from respond.protocol.requests import CreateResponseBody, TextFormat, TextFormatJsonSchema
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
-from respond.responses.context import items_to_messages, normalize_input, stored_item
+from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
+from respond.responses.history import Context, History
+from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import check_call_ids, function_specs, text_constraint, tool_choice
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
@@ -75,12 +77,16 @@ class Responses:
         engines: Mapping[str, Engine],
         *,
         recorder: ResponseRecorder | None = None,
+        history: History | None = None,
+        sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
         self.engines = dict(engines)
         self.recorder = recorder
+        self.history = history or History(None)
+        self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
 
     # ------------------------------------------------------------ preparing
@@ -100,27 +106,44 @@ class Responses:
         return engine
 
     async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
-        engine = self.engine_for(body.model)
-        if not engine.ready:
-            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
-        items = normalize_input(body.input)
-        check_call_ids(items)
-        vision = engine.info.vision
-        messages = items_to_messages(items, vision=vision)
-        if body.instructions:
-            messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        turn = self._turn(body, engine, messages)
+        engine, turn, context = await self.assemble(body, tenant)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        if context.conversation_id is not None:
+            resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
             body=body,
             engine=engine,
             turn=turn,
             resource=resource,
-            input_items=[stored_item(item) for item in items],
+            input_items=context.new_stored,
             tenant=tenant,
         )
+
+    async def assemble(
+        self, body: CreateResponseBody, tenant: str | None
+    ) -> tuple[Engine, ChatTurn, Context]:
+        """The engine and the turn a body asks for, with stored history in front of its input."""
+        engine = self.engine_for(body.model)
+        if not engine.ready:
+            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+        context = await self.history.context(body, tenant)
+        context.new = open_reasoning(context.new, self.sealer)
+        check_call_ids(context.items, new_from=len(context.history))
+        vision = engine.info.vision
+        items_to_messages(context.new, vision=vision)  # errors name the client's input index
+        messages = items_to_messages(context.items, vision=vision)
+        if body.instructions:
+            messages.insert(0, ChatMessage(role="system", content=body.instructions))
+        return engine, self._turn(body, engine, messages), context
+
+    async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
+        engine, turn, _ = await self.assemble(body, tenant)
+        try:
+            return await engine.count_tokens(turn)
+        except EngineError as exc:
+            raise APIError(exc.status, exc.message, code=exc.code) from exc
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -170,7 +193,7 @@ class Responses:
 
     def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
         text = TextConfig(
-            format=body.text.format.model_dump(mode="json", by_alias=True, exclude_none=True),
+            format=_echo_format(body.text.format),
             verbosity=body.text.verbosity or "medium",
         )
         reasoning = body.reasoning
@@ -210,10 +233,15 @@ class Responses:
 
     async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
         """The run's events, from response.created to exactly one terminal event."""
-        builder = EventBuilder(run.resource)
+        seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
+        builder = EventBuilder(run.resource, seal_reasoning=seal)
         try:
             for event in builder.start():
                 yield event
+            if builder.response.status == "queued":
+                # A background run: its worker resumes this generator when it starts.
+                for event in builder.begin():
+                    yield event
             try:
                 async with aclosing(run.engine.stream(run.turn)) as deltas:
                     async for delta in deltas:
@@ -247,6 +275,14 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _echo_format(fmt: TextFormat) -> dict[str, Any]:
+    echoed: dict[str, Any] = fmt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(fmt, TextFormatJsonSchema):
+        # The response echoes every json_schema field; strict defaults to false as in OpenAI's API.
+        echoed.update(description=fmt.description, strict=bool(fmt.strict))
+    return echoed
 
 
 def _echo_tool(tool: dict[str, Any]) -> dict[str, Any]:

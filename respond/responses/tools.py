@@ -171,10 +171,11 @@ def text_constraint(
     return fmt.schema_, False
 
 
-def check_call_ids(items: Sequence[InputItem], param: str = "input") -> None:
+def check_call_ids(items: Sequence[InputItem], *, new_from: int = 0) -> None:
     """Every function_call_output answers a function_call that is in the context.
 
-    Run on the final item list (after previous_response_id / conversation expansion).
+    Run on the final item list (stored history, then the request's input from index
+    `new_from`), after previous_response_id / conversation expansion.
     """
     calls: set[str] = set()
     for index, item in enumerate(items):
@@ -184,6 +185,6 @@ def check_call_ids(items: Sequence[InputItem], param: str = "input") -> None:
             raise APIError(
                 400,
                 f"No tool call found for function call output with call_id '{item.call_id}'.",
-                param=f"{param}[{index}].call_id",
+                param=f"input[{index - new_from}].call_id",
                 code="invalid_value",
             )
