@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = ["grammar_sampling"]
 
+_FIRST_TRY = 64  # candidates checked against the grammar before the whole vocabulary
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
@@ -47,15 +48,29 @@ class _GrammarFirst:
         return not math.isinf(one[0].logit)
 
     def _constrained(self, ctx: Any, idx: int) -> int:
+        """Sample among the tokens the grammar allows: first among the most likely ones
+        (the grammar check costs per candidate), the whole vocabulary only if none fits.
+        Greedy decoding picks the same token either way; sampling is then limited to the
+        top candidates, like a top-k."""
         pointer = llama_cpp.llama_get_logits_ith(ctx.ctx, idx)
         logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
-        data = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
-        data["id"] = np.arange(self.n_vocab, dtype=np.intc)
+        top = np.argpartition(-logits, _FIRST_TRY)[:_FIRST_TRY]
+        token = self._sample_among(top.astype(np.intc), logits[top])
+        if token is None:
+            token = self._sample_among(np.arange(self.n_vocab, dtype=np.intc), logits)
+        assert token is not None, "the grammar allows no token"
+        return token
+
+    def _sample_among(self, ids: np.ndarray[Any, Any], logits: np.ndarray[Any, Any]) -> int | None:
+        data = np.zeros(len(ids), dtype=_TOKEN_DATA)
+        data["id"] = ids
         data["logit"] = logits
         candidates = llama_cpp.llama_token_data_array(
-            data.ctypes.data_as(llama_cpp.llama_token_data_p), self.n_vocab, -1, False
+            data.ctypes.data_as(llama_cpp.llama_token_data_p), len(ids), -1, False
         )
         llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(candidates))
+        if not np.isfinite(data["logit"][: candidates.size]).any():
+            return None
         llama_cpp.llama_sampler_apply(self.chain.sampler, ctypes.byref(candidates))
         return int(data["id"][candidates.selected])
 

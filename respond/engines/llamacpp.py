@@ -404,6 +404,10 @@ def _capture_into(
     scores: list[np.ndarray[Any, Any]],
 ) -> Callable[[Any, np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
     def capture(_input_ids: Any, logits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        if scores and len(logits) < len(scores[0]):
+            # Grammar resampling passes a few candidates through the chain again: the
+            # full distribution of this step was captured just before.
+            return logits
         scores.clear()
         scores.append(np.array(logits, dtype=np.float32, copy=True))
         return logits

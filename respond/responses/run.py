@@ -33,7 +33,13 @@ from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
-from respond.responses.tools import check_call_ids, function_specs, text_constraint, tool_choice
+from respond.responses.tools import (
+    check_call_ids,
+    custom_tool_names,
+    function_specs,
+    text_constraint,
+    tool_choice,
+)
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -234,7 +240,9 @@ class Responses:
     async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
         """The run's events, from response.created to exactly one terminal event."""
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
-        builder = EventBuilder(run.resource, seal_reasoning=seal)
+        builder = EventBuilder(
+            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+        )
         try:
             for event in builder.start():
                 yield event

@@ -8,6 +8,7 @@ cannot run, schemas the engine could not enforce, tool results for unknown calls
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from respond.engines._base import Engine, FunctionSpec, ToolChoice, UnsupportedS
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     CreateResponseBody,
+    CustomToolCallInput,
+    CustomToolCallOutputInput,
     FunctionCallInput,
     FunctionCallOutputInput,
     FunctionTool,
@@ -27,12 +30,15 @@ from respond.protocol.requests import (
 
 __all__ = [
     "check_call_ids",
+    "custom_tool_names",
     "function_specs",
     "text_constraint",
     "tool_choice",
 ]
 
 log = logging.getLogger("respond.tools")
+
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpec]:
@@ -44,6 +50,9 @@ def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpe
         kind = tool.get("type")
         if not isinstance(kind, str):
             raise APIError(400, "Each tool needs a 'type'.", param=f"{where}.type")
+        if kind == "custom":
+            specs.append(_custom_spec(tool, where))
+            continue
         if kind != "function":
             log.info("tool type %r is not run by respond; the model does not see it", kind)
             continue
@@ -84,6 +93,40 @@ def _function_spec(tool: dict[str, Any], where: str, engine: Engine) -> Function
     )
 
 
+def custom_tool_names(body: CreateResponseBody) -> frozenset[str]:
+    """The names of `custom` tools: their calls become custom_tool_call items."""
+    return frozenset(str(tool.get("name")) for tool in body.tools if tool.get("type") == "custom")
+
+
+def _custom_spec(tool: dict[str, Any], where: str) -> FunctionSpec:
+    """A custom tool, shown to the model as a function taking one string, `input`, which
+    is constrained by the tool's regex format (Lark grammars are not enforced)."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise APIError(
+            400,
+            f"Invalid value for '{where}.name': 1-64 characters of a-z, A-Z, 0-9, _ and -.",
+            param=f"{where}.name",
+            code="invalid_value",
+        )
+    fmt = tool.get("format") or {"type": "text"}
+    value: dict[str, Any] = {"type": "string"}
+    if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
+        pattern = str(fmt.get("definition", ""))
+        value["pattern"] = f"^({pattern.removeprefix('^').removesuffix('$')})$"
+    elif fmt.get("type") == "grammar":
+        log.info("custom tool %r: %s grammars are not enforced", name, fmt.get("syntax"))
+    parameters = {
+        "type": "object",
+        "properties": {"input": value},
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+    return FunctionSpec(
+        name=name, description=tool.get("description"), parameters=parameters, strict=True
+    )
+
+
 def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: str) -> None:
     try:
         engine.check_schema(schema)
@@ -112,7 +155,7 @@ def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> Tool
     data = choice if isinstance(choice, dict) else choice.model_dump()
     kind = data.get("type")
     known = {spec.name for spec in specs}
-    if kind == "function":
+    if kind in ("function", "custom"):
         name = data.get("name")
         _require_function(name, known, "tool_choice.name")
         return ToolChoice(mode="required", allowed=(str(name),))
@@ -123,7 +166,7 @@ def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> Tool
         allowed: list[str] = []
         for index, tool in enumerate(data.get("tools") or []):
             where = f"tool_choice.tools[{index}]"
-            if not isinstance(tool, dict) or tool.get("type") != "function":
+            if not isinstance(tool, dict) or tool.get("type") not in ("function", "custom"):
                 _cannot_force(tool.get("type") if isinstance(tool, dict) else None, where)
             _require_function(tool.get("name"), known, f"{where}.name")
             allowed.append(str(tool["name"]))
@@ -179,9 +222,12 @@ def check_call_ids(items: Sequence[InputItem], *, new_from: int = 0) -> None:
     """
     calls: set[str] = set()
     for index, item in enumerate(items):
-        if isinstance(item, FunctionCallInput):
+        if isinstance(item, FunctionCallInput | CustomToolCallInput):
             calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutputInput) and item.call_id not in calls:
+        elif (
+            isinstance(item, FunctionCallOutputInput | CustomToolCallOutputInput)
+            and item.call_id not in calls
+        ):
             raise APIError(
                 400,
                 f"No tool call found for function call output with call_id '{item.call_id}'.",
