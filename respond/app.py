@@ -21,6 +21,7 @@ from respond.protocol.errors import APIError, error_body
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
+from respond.responses.sealing import Sealer
 from respond.store.base import Store
 from respond.store.housekeeping import purge_forever
 
@@ -36,9 +37,10 @@ def create_app(
     recorder: ResponseRecorder | None = None,
     store: Store | None = None,
     max_body_mb: int = 32,
+    sealer: Sealer | None = None,
 ) -> FastAPI:
     history = History(store)
-    service = Responses(engines, recorder=recorder or history, history=history)
+    service = Responses(engines, recorder=recorder or history, history=history, sealer=sealer)
     runs = Runs(service, store) if store is not None else None
 
     @asynccontextmanager

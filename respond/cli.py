@@ -73,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
         help="how long stored responses and conversations are kept: 3600, 90m, 12h, 30d "
         "(default: 30d)",
     )
+    serve.add_argument(
+        "--secret-key",
+        default=env("RESPOND_SECRET_KEY"),
+        help="key that seals reasoning.encrypted_content (default: generated once, kept "
+        "in the data dir as secret.key)",
+    )
     serve.add_argument("--max-body-mb", type=int, default=32)
     serve.add_argument(
         "--config",
@@ -140,6 +146,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         upstreams=list(args.upstream),
         upstream_key=args.upstream_key,
         upstream_api=args.upstream_api,
+        secret_key=args.secret_key,
     )
 
 
@@ -149,6 +156,7 @@ def serve(settings: Settings) -> None:
     from respond.api._common import KeyRing
     from respond.app import create_app
     from respond.engines.registry import build_engines
+    from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
     engines = build_engines(settings)
@@ -163,6 +171,7 @@ def serve(settings: Settings) -> None:
         keys=KeyRing.from_lines(settings.api_keys),
         store=store,
         max_body_mb=settings.max_body_mb,
+        sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
     )
     logging.getLogger("respond").info(
         "serving %s on http://%s:%d/v1",
