@@ -31,4 +31,5 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     store_url: str | None = None  # None: SQLite in data_dir
     max_body_mb: int = 32
+    n_predict: int | None = None  # max_output_tokens for requests that set none
     log_level: str = "info"

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, models, responses
+from respond.api import chat, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
@@ -31,6 +31,7 @@ def create_app(
     keys: KeyRing | None = None,
     recorder: ResponseRecorder | None = None,
     max_body_mb: int = 32,
+    n_predict: int | None = None,
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -46,11 +47,12 @@ def create_app(
             await engine.aclose()
 
     app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
-    app.state.responses = Responses(engines, recorder=recorder)
+    app.state.responses = Responses(engines, recorder=recorder, n_predict=n_predict)
     app.state.keys = keys or KeyRing()
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.include_router(responses.router)
+    app.include_router(websocket.router)
     app.include_router(chat.router)
     app.include_router(models.router)
 

@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-body-mb", type=int, default=32)
     serve.add_argument(
+        "-n",
+        "--n-predict",
+        type=int,
+        default=int(env("RESPOND_N_PREDICT", "0")) or None,
+        help="max_output_tokens for requests that set none (default: up to the context window)",
+    )
+    serve.add_argument(
         "--log-level",
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -96,6 +103,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         data_dir=args.data_dir,
         store_url=args.store,
         max_body_mb=args.max_body_mb,
+        n_predict=args.n_predict,
         log_level=args.log_level,
     )
 
@@ -125,6 +133,7 @@ def serve(settings: Settings) -> None:
         {alias: engine},
         keys=KeyRing.from_lines(settings.api_keys),
         max_body_mb=settings.max_body_mb,
+        n_predict=settings.n_predict,
     )
     logging.getLogger("respond").info(
         "serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port

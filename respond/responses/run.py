@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +31,7 @@ from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     CreateResponseBody,
+    InputItem,
     TextFormatJsonObject,
     TextFormatJsonSchema,
 )
@@ -70,6 +71,8 @@ class PreparedRun:
     input_items: list[dict[str, Any]]
     tenant: str | None = None
     failure_status: int = field(default=500)
+    # False for a WebSocket warm-up (`generate: false`): a response with no output.
+    generate: bool = True
 
 
 class Responses:
@@ -81,12 +84,16 @@ class Responses:
         *,
         recorder: ResponseRecorder | None = None,
         clock: Callable[[], float] = time.time,
+        n_predict: int | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
         self.engines = dict(engines)
         self.recorder = recorder
         self._clock = clock
+        # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
+        # never set one, and a small local model may otherwise ramble to the context's end.
+        self.n_predict = n_predict
 
     # ------------------------------------------------------------ preparing
 
@@ -104,13 +111,26 @@ class Responses:
             )
         return engine
 
-    async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
+    async def prepare(
+        self,
+        body: CreateResponseBody,
+        *,
+        tenant: str | None = None,
+        history: Sequence[InputItem] | None = None,
+    ) -> PreparedRun:
+        """Validate and assemble a run; every request error is raised here.
+
+        `history` is the context before this input when the caller already holds it (a
+        WebSocket connection remembers the responses it created, store:false ones too);
+        previous_response_id is then not looked up again.
+        """
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
         items = normalize_input(body.input)
         vision = engine.info.vision
-        messages = items_to_messages(items, vision=vision)
+        messages = items_to_messages(history or (), vision=vision, param="previous_response_id")
+        messages += items_to_messages(items, vision=vision)
         if body.instructions:
             messages.insert(0, ChatMessage(role="system", content=body.instructions))
         turn = self._turn(body, engine, messages)
@@ -147,7 +167,7 @@ class Responses:
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
             hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
         )
@@ -197,7 +217,7 @@ class Responses:
                 effort=reasoning.effort if reasoning else None,
                 summary=reasoning.summary if reasoning else None,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             max_tool_calls=body.max_tool_calls,
             store=True if body.store is None else body.store,
             background=bool(body.background),
@@ -210,17 +230,18 @@ class Responses:
 
     # ------------------------------------------------------------ running
 
-    async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
+    async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
         builder = EventBuilder(run.resource)
         try:
             for event in builder.start():
                 yield event
             try:
-                async with aclosing(run.engine.stream(run.turn)) as deltas:
-                    async for delta in deltas:
-                        for event in builder.push(delta):
-                            yield event
+                if run.generate:
+                    async with aclosing(run.engine.stream(run.turn)) as deltas:
+                        async for delta in deltas:
+                            for event in builder.push(delta):
+                                yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
