@@ -7,6 +7,7 @@ feature is really missing, never that a test was switched off by hand.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,10 @@ PREVIOUS_RESPONSE_ID = (
 FUNCTION_CALLS = (
     "needs function calling (issue 4: tools): tool_choice='required' does not produce a "
     "function_call item"
+)
+STRUCTURED_OUTPUTS = (
+    "needs structured outputs (issue 4: tools/structured outputs): a json_schema text.format "
+    "does not yield JSON that matches the schema"
 )
 
 
@@ -62,9 +67,39 @@ def _calls_functions(server: Server) -> bool:
     return any(item.get("type") == "function_call" for item in reply.json().get("output", []))
 
 
+def _enforces_json_schema(server: Server) -> bool:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["name", "population"],
+        "additionalProperties": False,
+    }
+    fmt = {"type": "json_schema", "name": "city", "schema": schema, "strict": True}
+    reply = _post(
+        server,
+        {"input": "A city?", "text": {"format": fmt}, "max_output_tokens": 48, "temperature": 0},
+    )
+    if reply.status_code != 200:
+        return False
+    texts = [
+        part.get("text", "")
+        for item in reply.json().get("output", [])
+        for part in item.get("content", [])
+    ]
+    try:
+        value = json.loads("".join(texts))
+    except ValueError:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("population"), int)
+
+
 def resolves_previous_response_id(server: Server) -> bool:
     return _probe(server, "previous_response_id", _resolves_previous_response_id)
 
 
 def calls_functions(server: Server) -> bool:
     return _probe(server, "function_calls", _calls_functions)
+
+
+def enforces_json_schema(server: Server) -> bool:
+    return _probe(server, "json_schema", _enforces_json_schema)
