@@ -32,4 +32,5 @@ class Settings:
     store_url: str | None = None  # None: SQLite in data_dir
     max_body_mb: int = 32
     n_predict: int | None = None  # max_output_tokens for requests that set none
+    temperature: float = 1.0  # for requests that set none
     log_level: str = "info"

@@ -32,6 +32,7 @@ def create_app(
     recorder: ResponseRecorder | None = None,
     max_body_mb: int = 32,
     n_predict: int | None = None,
+    temperature: float = 1.0,
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -47,7 +48,9 @@ def create_app(
             await engine.aclose()
 
     app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
-    app.state.responses = Responses(engines, recorder=recorder, n_predict=n_predict)
+    app.state.responses = Responses(
+        engines, recorder=recorder, n_predict=n_predict, temperature=temperature
+    )
     app.state.keys = keys or KeyRing()
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())

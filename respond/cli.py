@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         help="max_output_tokens for requests that set none (default: up to the context window)",
     )
     serve.add_argument(
+        "--temp",
+        type=float,
+        default=float(env("RESPOND_TEMP", "1.0")),
+        help="sampling temperature for requests that set none (default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-level",
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -104,6 +110,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         max_body_mb=args.max_body_mb,
         n_predict=args.n_predict,
+        temperature=args.temp,
         log_level=args.log_level,
     )
 
@@ -134,6 +141,7 @@ def serve(settings: Settings) -> None:
         keys=KeyRing.from_lines(settings.api_keys),
         max_body_mb=settings.max_body_mb,
         n_predict=settings.n_predict,
+        temperature=settings.temperature,
     )
     logging.getLogger("respond").info(
         "serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port

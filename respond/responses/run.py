@@ -85,6 +85,7 @@ class Responses:
         recorder: ResponseRecorder | None = None,
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
+        temperature: float = 1.0,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -94,6 +95,7 @@ class Responses:
         # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
+        self.temperature = temperature  # `--temp`: for requests that set none
 
     # ------------------------------------------------------------ preparing
 
@@ -159,7 +161,7 @@ class Responses:
             json_schema=fmt.schema_ if isinstance(fmt, TextFormatJsonSchema) else None,
             json_object=isinstance(fmt, TextFormatJsonObject),
             sampling=Sampling(
-                temperature=1.0 if body.temperature is None else body.temperature,
+                temperature=self._temperature(body),
                 top_p=1.0 if body.top_p is None else body.top_p,
                 presence_penalty=body.presence_penalty or 0.0,
                 frequency_penalty=body.frequency_penalty or 0.0,
@@ -171,6 +173,9 @@ class Responses:
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
             hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
         )
+
+    def _temperature(self, body: CreateResponseBody) -> float:
+        return self.temperature if body.temperature is None else body.temperature
 
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
         """Make the prompt fit the context window, or explain by how much it does not."""
@@ -212,7 +217,7 @@ class Responses:
             presence_penalty=body.presence_penalty or 0.0,
             frequency_penalty=body.frequency_penalty or 0.0,
             top_logprobs=body.top_logprobs or 0,
-            temperature=1.0 if body.temperature is None else body.temperature,
+            temperature=self._temperature(body),
             reasoning=ReasoningConfig(
                 effort=reasoning.effort if reasoning else None,
                 summary=reasoning.summary if reasoning else None,
