@@ -71,13 +71,22 @@ def _param_path(loc: tuple[int | str, ...], skip: frozenset[str]) -> str:
 
 def from_validation_error(exc: ValidationError, skip: frozenset[str] = frozenset()) -> APIError:
     """Turn the first pydantic error into a client-readable 400 naming the field."""
-    err = exc.errors(include_url=False)[0]
+    errors = exc.errors(include_url=False)
+    # In a union (input: str | list[item]) every branch reports; the deepest location is
+    # the branch the client meant ("input[3]: unknown type", not "input: not a string").
+    err = max(errors, key=lambda e: len(e["loc"]))
     param = _param_path(tuple(err["loc"]), skip) or None
     kind = err["type"]
+    ctx = err.get("ctx") or {}
     if kind == "missing":
         message = f"Missing required parameter: '{param}'."
     elif kind == "extra_forbidden":
         message = f"Unknown parameter: '{param}'."
+    elif kind == "union_tag_invalid":
+        message = (
+            f"Invalid value for '{param}': unsupported type '{ctx.get('tag')}'; "
+            f"expected one of {ctx.get('expected_tags')}."
+        )
     else:
         message = f"Invalid value for '{param}': {err['msg']}."
     return APIError(400, message, param=param, code=_code_for(kind))
