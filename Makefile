@@ -39,7 +39,7 @@ test: lint node-clients
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(NODE_CLIENTS)/node_modules

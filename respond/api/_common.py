@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 
 from respond.protocol.errors import APIError, from_validation_error
 from respond.protocol.events import Event
-from respond.protocol.requests import UNION_TAGS
 
 __all__ = ["KeyRing", "parse_body", "sse_frames", "tenant_of"]
 
@@ -41,7 +40,7 @@ async def parse_body(request: Request, model: type[M], *, max_bytes: int) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, UNION_TAGS) from exc
+        raise from_validation_error(exc, data) from exc
 
 
 @dataclass(frozen=True)

@@ -210,9 +210,9 @@ class ContextOverflowError(Exception):
         self.prompt_tokens = prompt_tokens
         self.context_window = context_window
         super().__init__(
-            f"The input is {prompt_tokens} tokens, which exceeds the model's context window of "
-            f"{context_window} tokens by {prompt_tokens - context_window + 1}. Shorten the input, "
-            'or set truncation to "auto" to drop the oldest items.'
+            f"The input is {prompt_tokens} tokens, but the model's context window is "
+            f"{context_window} tokens: shorten it by at least {prompt_tokens - context_window + 1} "
+            'tokens to leave room for output, or set truncation to "auto" to drop the oldest items.'
         )
 
 

@@ -264,6 +264,14 @@ class LlamaCppEngine(Engine):
             if produced >= limit:
                 reason = "length"
                 break
+        stopped = "cancelled" if turn.cancel.is_set() else reason
+        log.info(
+            "generation %s after %d tokens (prompt %d, cached %d)",
+            stopped,
+            produced,
+            len(tokens),
+            cached,
+        )
         tail = decoder.decode(b"", final=True)
         if tail:
             emit(TextDelta(tail))

@@ -52,41 +52,42 @@ def error_body(
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
-def _param_path(loc: tuple[int | str, ...], skip: frozenset[str]) -> str:
+def _param_path(loc: tuple[int | str, ...], data: Any, *, missing: bool = False) -> str:
     """('input', 3, 'content', 0, 'type') -> 'input[3].content[0].type'.
 
-    Union branch labels that pydantic inserts into locations (tag names, type names
-    such as 'list[...]') are not fields the client wrote, so they are dropped.
+    pydantic puts union branch labels (tag names, 'str', 'list[...]') into locations.
+    Walking the client's own data tells them apart: a real field is a key there (or,
+    for a missing field, the last element of the location).
     """
     out = ""
-    for part in loc:
-        if isinstance(part, int):
+    for position, part in enumerate(loc):
+        if isinstance(part, int) and isinstance(data, list) and part < len(data):
             out += f"[{part}]"
-        elif part in skip or not part.isidentifier():
-            continue
-        else:
+            data = data[part]
+        elif isinstance(part, str) and isinstance(data, dict) and part in data:
+            out += f".{part}" if out else part
+            data = data[part]
+        elif missing and position == len(loc) - 1 and isinstance(part, str):
             out += f".{part}" if out else part
     return out
 
 
-def from_validation_error(exc: ValidationError, skip: frozenset[str] = frozenset()) -> APIError:
-    """Turn the first pydantic error into a client-readable 400 naming the field."""
+def from_validation_error(exc: ValidationError, data: Any) -> APIError:
+    """Turn a pydantic error into a client-readable 400 naming the field."""
     errors = exc.errors(include_url=False)
-    # In a union (input: str | list[item]) every branch reports; the deepest location is
-    # the branch the client meant ("input[3]: unknown type", not "input: not a string").
-    err = max(errors, key=lambda e: len(e["loc"]))
-    param = _param_path(tuple(err["loc"]), skip) or None
+
+    # For unions pydantic reports one error per branch; the deepest location is the
+    # branch the client meant (a list of items, not the plain-string alternative).
+    def path(error: Any) -> str:
+        return _param_path(tuple(error["loc"]), data, missing=error["type"] == "missing")
+
+    err = max(errors, key=lambda e: len(path(e)))
+    param = path(err) or None
     kind = err["type"]
-    ctx = err.get("ctx") or {}
     if kind == "missing":
         message = f"Missing required parameter: '{param}'."
     elif kind == "extra_forbidden":
         message = f"Unknown parameter: '{param}'."
-    elif kind == "union_tag_invalid":
-        message = (
-            f"Invalid value for '{param}': unsupported type '{ctx.get('tag')}'; "
-            f"expected one of {ctx.get('expected_tags')}."
-        )
     else:
         message = f"Invalid value for '{param}': {err['msg']}."
     return APIError(400, message, param=param, code=_code_for(kind))

@@ -123,32 +123,13 @@ InputItem = Annotated[
     | Annotated[FunctionCallOutputInput, Tag("function_call_output")]
     | Annotated[ReasoningInput, Tag("reasoning")]
     | Annotated[ItemReference, Tag("item_reference")],
-    Discriminator(_item_tag),
+    Discriminator(
+        _item_tag,
+        custom_error_type="invalid_item_type",
+        custom_error_message="Unknown input item type; expected one of message, function_call, "
+        "function_call_output, reasoning, item_reference",
+    ),
 ]
-
-# Tag names pydantic puts into error locations; they are not fields a client wrote.
-UNION_TAGS = frozenset(
-    {
-        "message",
-        "function_call",
-        "function_call_output",
-        "reasoning",
-        "item_reference",
-        "str",
-        "input_text",
-        "output_text",
-        "refusal",
-        "input_image",
-        "input_file",
-        "reasoning_text",
-        "summary_text",
-        "function",
-        "json_schema",
-        "json_object",
-        "text",
-        "allowed_tools",
-    }
-)
 
 
 # ---------------------------------------------------------------- tools

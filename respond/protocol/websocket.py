@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from respond.protocol._base import Wire
 from respond.protocol.errors import APIError, from_validation_error
-from respond.protocol.requests import UNION_TAGS, CreateResponseBody
+from respond.protocol.requests import CreateResponseBody
 
 __all__ = ["ResponseCreateFrame", "WebSocketError", "WebSocketErrorEvent", "parse_frame"]
 
@@ -94,7 +94,7 @@ def parse_frame(raw: str | bytes) -> ResponseCreateFrame:
     try:
         body = CreateResponseBody.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, UNION_TAGS) from exc
+        raise from_validation_error(exc, data) from exc
     return ResponseCreateFrame(body=body, generate=generate)
 
 

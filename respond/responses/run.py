@@ -32,6 +32,7 @@ from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     CreateResponseBody,
     InputItem,
+    TextFormat,
     TextFormatJsonObject,
     TextFormatJsonSchema,
 )
@@ -197,7 +198,7 @@ class Responses:
 
     def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
         text = TextConfig(
-            format=body.text.format.model_dump(mode="json", by_alias=True, exclude_none=True),
+            format=_echo_format(body.text.format),
             verbosity=body.text.verbosity or "medium",
         )
         reasoning = body.reasoning
@@ -307,6 +308,14 @@ def _tool_choice(choice: Any) -> ToolChoice:
         names = tuple(t["name"] for t in data.get("tools", []) if t.get("type") == "function")
         return ToolChoice(mode=data.get("mode", "auto"), allowed=names)
     return ToolChoice()
+
+
+def _echo_format(fmt: TextFormat) -> dict[str, Any]:
+    echoed: dict[str, Any] = fmt.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(fmt, TextFormatJsonSchema):
+        # The response echoes every json_schema field; strict defaults to false as in OpenAI's API.
+        echoed.update(description=fmt.description, strict=bool(fmt.strict))
+    return echoed
 
 
 def _echo_tool(tool: dict[str, Any]) -> dict[str, Any]:

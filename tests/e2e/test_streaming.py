@@ -70,8 +70,7 @@ def test_output_item_done_is_not_batched_at_the_end(server: Server) -> None:
     assert types.index("response.output_item.done") == len(types) - 2
 
 
-def test_openai_sdk_stream_helper(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="no-key")
+def test_openai_sdk_stream_helper(client: openai.OpenAI) -> None:
     with client.responses.stream(
         model="smollm2-135m", input="Say hi.", max_output_tokens=200, temperature=0
     ) as stream:
@@ -81,8 +80,7 @@ def test_openai_sdk_stream_helper(server: Server) -> None:
     assert final.output_text == "".join(texts)
 
 
-def test_openai_sdk_create_stream_true(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="no-key")
+def test_openai_sdk_create_stream_true(client: openai.OpenAI) -> None:
     events = list(
         client.responses.create(model="smollm2-135m", input="Hi", max_output_tokens=8, stream=True)
     )
@@ -90,8 +88,7 @@ def test_openai_sdk_create_stream_true(server: Server) -> None:
     assert events[-1].type in ("response.completed", "response.incomplete")
 
 
-def test_openai_sdk_create(server: Server) -> None:
-    client = openai.OpenAI(base_url=server.base_url, api_key="no-key")
+def test_openai_sdk_create(client: openai.OpenAI) -> None:
     response = client.responses.create(
         model="smollm2-135m",
         input=[{"role": "user", "content": [{"type": "input_text", "text": "Name a color."}]}],

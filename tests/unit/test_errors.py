@@ -8,13 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from respond.protocol.errors import APIError, from_validation_error
-from respond.protocol.requests import UNION_TAGS, CreateResponseBody
+from respond.protocol.requests import CreateResponseBody
 
 
 def error_for(body: dict[str, Any]) -> APIError:
     with pytest.raises(ValidationError) as caught:
         CreateResponseBody.model_validate(body)
-    return from_validation_error(caught.value, UNION_TAGS)
+    return from_validation_error(caught.value, body)
 
 
 def test_unknown_item_type_names_the_item_not_the_string_branch() -> None:
@@ -22,8 +22,8 @@ def test_unknown_item_type_names_the_item_not_the_string_branch() -> None:
         {"input": [{"role": "user", "content": "hi"}, {"type": "custom_tool_call", "input": "x"}]}
     )
     assert error.param == "input[1]"
-    assert "unsupported type 'custom_tool_call'" in error.message
-    assert "'function_call_output'" in error.message
+    assert "Unknown input item type" in error.message
+    assert "function_call_output" in error.message
 
 
 def test_missing_field_inside_an_item() -> None:
