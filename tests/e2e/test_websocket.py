@@ -11,6 +11,7 @@ import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from tests.e2e.test_engine_behaviour import STORY, wait_for_generation_end
 from tests.support import features
 from tests.support.schema import validate_response
 from tests.support.server import Server, start_server
@@ -158,6 +159,18 @@ def test_one_response_in_flight_per_socket(server: Server) -> None:
     assert len(errors) == 1 and errors[0]["status"] == 409
     created = [e for e in events if e["type"] == "response.created"]
     assert len(created) == 1, "the second create was refused, not run"
+
+
+def test_closing_the_socket_stops_generation(server: Server) -> None:
+    since = len(server.log())
+    with socket(server) as conn:
+        send(conn, {"type": "response.create", "input": STORY, "max_output_tokens": 3000})
+        deltas = 0
+        while deltas < 3:
+            deltas += receive(conn)["type"] == "response.output_text.delta"
+    how, count = wait_for_generation_end(server, since)
+    assert how == "cancelled"
+    assert count < 40
 
 
 @pytest.fixture(scope="module")
