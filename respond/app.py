@@ -14,11 +14,15 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, models, responses, websocket
+from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
+from respond.responses.background import Runs
+from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
+from respond.store.base import Store
+from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
 
@@ -30,12 +34,32 @@ def create_app(
     *,
     keys: KeyRing | None = None,
     recorder: ResponseRecorder | None = None,
+    store: Store | None = None,
     max_body_mb: int = 32,
     n_predict: int | None = None,
     temperature: float = 1.0,
 ) -> FastAPI:
+    history = History(store)
+    service = Responses(
+        engines,
+        recorder=recorder or history,
+        history=history,
+        n_predict=n_predict,
+        temperature=temperature,
+    )
+    runs = Runs(service, store) if store is not None else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        upkeep: list[asyncio.Future[None]] = []
+        if store is not None and runs is not None:
+            await store.open()
+            await store.heartbeat(runs.runner)
+            await runs.recover()  # before serving: nothing stays stuck after a crash
+            upkeep = [
+                asyncio.ensure_future(purge_forever(store)),
+                asyncio.ensure_future(runs.maintain()),
+            ]
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
@@ -46,16 +70,23 @@ def create_app(
             await task
         for engine in engines.values():
             await engine.aclose()
+        for chore in upkeep:
+            chore.cancel()
+        if store is not None and runs is not None:
+            await runs.shutdown()
+            await store.close()
 
     app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
-    app.state.responses = Responses(
-        engines, recorder=recorder, n_predict=n_predict, temperature=temperature
-    )
+    app.state.responses = service
+    app.state.runs = runs
     app.state.keys = keys or KeyRing()
+    app.state.store = store
+    app.state.history = history
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.include_router(responses.router)
     app.include_router(websocket.router)
+    app.include_router(conversations.router)
     app.include_router(chat.router)
     app.include_router(models.router)
 

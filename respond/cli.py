@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
         default=env("RESPOND_STORE"),
         help="postgresql://... (default: SQLite in the data dir)",
     )
+    serve.add_argument(
+        "--store-ttl",
+        type=_duration,
+        default=_duration(env("RESPOND_STORE_TTL", "30d")),
+        help="how long stored responses and conversations are kept: 3600, 90m, 12h, 30d "
+        "(default: 30d)",
+    )
     serve.add_argument("--max-body-mb", type=int, default=32)
     serve.add_argument(
         "-n",
@@ -88,6 +95,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _duration(text: str) -> int:
+    """'3600' / '3600s' / '90m' / '12h' / '30d' -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    value = text.strip().lower()
+    scale = units.get(value[-1:], 0)
+    number = value[:-1] if scale else value
+    if not number.isdigit() or int(number) <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use e.g. 3600, 90m, 12h, 30d")
+    return int(number) * (scale or 1)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     keys: list[str] = []
     if args.api_key:
@@ -108,6 +126,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         api_keys=keys,
         data_dir=args.data_dir,
         store_url=args.store,
+        store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
         n_predict=args.n_predict,
         temperature=args.temp,
@@ -121,6 +140,7 @@ def serve(settings: Settings) -> None:
     from respond.api._common import KeyRing
     from respond.app import create_app
     from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+    from respond.store import make_store
 
     if settings.model_path is None:
         try:
@@ -136,9 +156,16 @@ def serve(settings: Settings) -> None:
     engine = LlamaCppEngine(
         path, alias=alias, n_ctx=settings.n_ctx, n_threads=settings.n_threads, seed=settings.seed
     )
+    try:
+        store = make_store(
+            settings.store_url, settings.data_dir, ttl_seconds=settings.store_ttl_seconds
+        )
+    except ValueError as exc:
+        raise SystemExit(f"respond: {exc}") from exc
     app = create_app(
         {alias: engine},
         keys=KeyRing.from_lines(settings.api_keys),
+        store=store,
         max_body_mb=settings.max_body_mb,
         n_predict=settings.n_predict,
         temperature=settings.temperature,

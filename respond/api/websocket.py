@@ -32,7 +32,6 @@ from respond.protocol.errors import APIError
 from respond.protocol.requests import InputItem
 from respond.protocol.resource import ResponseResource
 from respond.protocol.websocket import WebSocketErrorEvent, parse_frame
-from respond.responses.context import normalize_input
 from respond.responses.run import PreparedRun, Responses
 
 __all__ = ["router"]
@@ -133,7 +132,7 @@ class Connection:
         frame = parse_frame(raw)
         body = frame.body
         history = self._history(body.previous_response_id)
-        run = await self.service.prepare(body, tenant=self.tenant, history=history)
+        run = await self.service.prepare(body, tenant=self.tenant, remembered=history)
         run.generate = frame.generate
         final = await self._stream(run)
         usage = final.usage
@@ -146,8 +145,7 @@ class Connection:
         if final.status == "failed":
             self._forget_all()
             return
-        context = [*(history or ()), *normalize_input(body.input)]
-        self._remember(final, context)
+        self._remember(final, run.context)
 
     async def _stream(self, run: PreparedRun) -> ResponseResource:
         final: ResponseResource | None = None

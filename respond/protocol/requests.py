@@ -10,6 +10,7 @@ from respond.protocol._base import WireIn
 
 __all__ = [
     "AllowedToolsChoice",
+    "CompactionInput",
     "CreateResponseBody",
     "FunctionCallInput",
     "FunctionCallOutputInput",
@@ -111,6 +112,14 @@ class ItemReference(WireIn):
     id: str
 
 
+class CompactionInput(WireIn):
+    """A `compaction` item from POST /v1/responses/compact, sent back as context."""
+
+    type: Literal["compaction"]
+    id: str | None = None
+    encrypted_content: str = Field(min_length=1)
+
+
 def _item_tag(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("type", "message"))
@@ -122,12 +131,13 @@ InputItem = Annotated[
     | Annotated[FunctionCallInput, Tag("function_call")]
     | Annotated[FunctionCallOutputInput, Tag("function_call_output")]
     | Annotated[ReasoningInput, Tag("reasoning")]
-    | Annotated[ItemReference, Tag("item_reference")],
+    | Annotated[ItemReference, Tag("item_reference")]
+    | Annotated[CompactionInput, Tag("compaction")],
     Discriminator(
         _item_tag,
         custom_error_type="invalid_item_type",
         custom_error_message="Unknown input item type; expected one of message, function_call, "
-        "function_call_output, reasoning, item_reference",
+        "function_call_output, reasoning, item_reference, compaction",
     ),
 ]
 

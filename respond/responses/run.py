@@ -37,8 +37,9 @@ from respond.protocol.requests import (
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
-from respond.responses.context import items_to_messages, normalize_input, stored_item
+from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
+from respond.responses.history import Context, History
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -72,6 +73,8 @@ class PreparedRun:
     input_items: list[dict[str, Any]]
     tenant: str | None = None
     failure_status: int = field(default=500)
+    # Every item the turn was built from (history, then this input), as the engine saw them.
+    context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
     generate: bool = True
 
@@ -84,6 +87,7 @@ class Responses:
         engines: Mapping[str, Engine],
         *,
         recorder: ResponseRecorder | None = None,
+        history: History | None = None,
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
@@ -92,6 +96,7 @@ class Responses:
             raise ValueError("at least one engine is needed")
         self.engines = dict(engines)
         self.recorder = recorder
+        self.history = history or History(None)
         self._clock = clock
         # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
         # never set one, and a small local model may otherwise ramble to the context's end.
@@ -119,35 +124,54 @@ class Responses:
         body: CreateResponseBody,
         *,
         tenant: str | None = None,
-        history: Sequence[InputItem] | None = None,
+        remembered: Sequence[InputItem] | None = None,
     ) -> PreparedRun:
         """Validate and assemble a run; every request error is raised here.
 
-        `history` is the context before this input when the caller already holds it (a
+        `remembered` is the context before this input when the caller already holds it (a
         WebSocket connection remembers the responses it created, store:false ones too);
-        previous_response_id is then not looked up again.
+        previous_response_id is then not looked up in the store.
         """
-        engine = self.engine_for(body.model)
-        if not engine.ready:
-            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
-        items = normalize_input(body.input)
-        vision = engine.info.vision
-        messages = items_to_messages(history or (), vision=vision, param="previous_response_id")
-        messages += items_to_messages(items, vision=vision)
-        if body.instructions:
-            messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        turn = self._turn(body, engine, messages)
+        engine, turn, context = await self.assemble(body, tenant, remembered)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        if context.conversation_id is not None:
+            resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
             body=body,
             engine=engine,
             turn=turn,
             resource=resource,
-            input_items=[stored_item(item) for item in items],
+            input_items=context.new_stored,
             tenant=tenant,
+            context=context.items,
         )
+
+    async def assemble(
+        self,
+        body: CreateResponseBody,
+        tenant: str | None,
+        remembered: Sequence[InputItem] | None = None,
+    ) -> tuple[Engine, ChatTurn, Context]:
+        """The engine and the turn a body asks for, with stored history in front of its input."""
+        engine = self.engine_for(body.model)
+        if not engine.ready:
+            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+        context = await self.history.context(body, tenant, remembered=remembered)
+        vision = engine.info.vision
+        items_to_messages(context.new, vision=vision)  # errors name the client's input index
+        messages = items_to_messages(context.items, vision=vision)
+        if body.instructions:
+            messages.insert(0, ChatMessage(role="system", content=body.instructions))
+        return engine, self._turn(body, engine, messages), context
+
+    async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
+        engine, turn, _ = await self.assemble(body, tenant)
+        try:
+            return await engine.count_tokens(turn)
+        except EngineError as exc:
+            raise APIError(exc.status, exc.message, code=exc.code) from exc
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -242,6 +266,10 @@ class Responses:
         try:
             for event in builder.start():
                 yield event
+            if builder.response.status == "queued":
+                # A background run: its worker resumes this generator when it starts.
+                for event in builder.begin():
+                    yield event
             try:
                 if run.generate:
                     async with aclosing(run.engine.stream(run.turn)) as deltas:

@@ -109,12 +109,17 @@ async def test_two_turns_with_previous_response_id(
     if not features.resolves_previous_response_id(server):
         pytest.skip(features.PREVIOUS_RESPONSE_ID)
     assistant = agent(client)
-    first = await Runner.run(assistant, "My name is Ada. " + PROMPT)
+    first = await Runner.run(assistant, PROMPT)
     second = await Runner.run(
-        assistant, "What is my name?", previous_response_id=first.last_response_id
+        assistant,
+        "Reply with one word: true or false?",
+        previous_response_id=first.last_response_id,
     )
     assert second.last_response_id != first.last_response_id
-    assert isinstance(second.final_output, str)
+    assert isinstance(second.final_output, str) and second.final_output
+    # The second turn saw the first: its prompt is longer than the first turn's.
+    first_usage, second_usage = first.context_wrapper.usage, second.context_wrapper.usage
+    assert second_usage.input_tokens > first_usage.input_tokens
 
 
 async def test_websocket_transport_two_turns(server: Server) -> None:

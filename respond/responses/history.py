@@ -1,0 +1,219 @@
+"""Stored history: what a new turn sees before its input, and what a finished run leaves.
+
+Context of a turn, in order:
+- `previous_response_id`: along the chain, oldest first, each response's input items then
+  its output items (instructions are never inherited: they are not items);
+- `conversation`: the conversation's items;
+then the new input, where `item_reference` items are replaced by the stored items they
+name and `compaction` items by the context they carry.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from pydantic import TypeAdapter, ValidationError
+
+from respond._ids import new_id
+from respond.protocol import events as ev
+from respond.protocol.errors import APIError
+from respond.protocol.requests import (
+    CompactionInput,
+    ConversationRef,
+    CreateResponseBody,
+    InputItem,
+    ItemReference,
+)
+from respond.protocol.resource import ResponseResource
+from respond.responses.context import normalize_input, stored_item
+from respond.store.base import JSON, Store
+
+if TYPE_CHECKING:
+    from respond.responses.run import PreparedRun
+
+__all__ = ["Context", "History"]
+
+ITEMS: TypeAdapter[InputItem] = TypeAdapter(InputItem)
+MAX_CHAIN = 1000  # previous_response_id hops; a longer chain is surely a loop
+COMPACTION_KEY = "compaction-aes-gcm"
+
+
+@dataclass
+class Context:
+    """The items a turn is built from."""
+
+    history: list[InputItem] = field(default_factory=list)  # stored, already validated
+    new: list[InputItem] = field(default_factory=list)  # this request's input, resolved
+    new_stored: list[JSON] = field(default_factory=list)  # the same, as kept (with ids)
+    conversation_id: str | None = None
+
+    @property
+    def items(self) -> list[InputItem]:
+        return [*self.history, *self.new]
+
+
+class History:
+    """Reads context from the store and records finished runs into it."""
+
+    def __init__(self, store: Store | None) -> None:
+        self.store = store
+        self._key: AESGCM | None = None
+
+    # ------------------------------------------------------------ reading
+
+    async def context(
+        self,
+        body: CreateResponseBody,
+        tenant: str | None,
+        *,
+        remembered: Sequence[InputItem] | None = None,
+    ) -> Context:
+        """`remembered`: the chain's items, already held by the caller (a WebSocket connection)."""
+        if body.previous_response_id and body.conversation:
+            raise APIError(
+                400,
+                "Use either 'previous_response_id' or 'conversation', not both.",
+                param="conversation",
+                code="invalid_value",
+            )
+        ctx = Context()
+        if remembered is not None:
+            ctx.history = list(remembered)
+        elif body.previous_response_id:
+            ctx.history = await self._chain(body.previous_response_id, tenant)
+        elif body.conversation:
+            ctx.conversation_id = conversation_id(body.conversation)
+            ctx.history = await self._conversation(ctx.conversation_id, tenant)
+        ctx.new_stored = await self.resolve(normalize_input(body.input), tenant)
+        ctx.new = await self.expand(ctx.new_stored, tenant)
+        return ctx
+
+    async def _chain(self, response_id: str, tenant: str | None) -> list[InputItem]:
+        turns: list[list[JSON]] = []
+        next_id: str | None = response_id
+        while next_id is not None and len(turns) < MAX_CHAIN:
+            stored = await self.store.get_response(tenant, next_id) if self.store else None
+            if stored is None:
+                raise APIError(
+                    404,
+                    f"Previous response with id '{next_id}' not found.",
+                    param="previous_response_id",
+                    code="previous_response_not_found",
+                )
+            turns.append([*stored.input_items, *stored.output_items])
+            next_id = stored.response.get("previous_response_id")
+        items = [item for turn in reversed(turns) for item in turn]
+        return await self.expand(items, tenant)
+
+    async def _conversation(self, conv_id: str, tenant: str | None) -> list[InputItem]:
+        found = await self.store.get_conversation(tenant, conv_id) if self.store else None
+        if found is None:
+            raise APIError(
+                404,
+                f"Conversation with id '{conv_id}' not found.",
+                param="conversation",
+                code="conversation_not_found",
+            )
+        assert self.store is not None
+        return await self.expand(await self.store.conversation_items(tenant, conv_id), tenant)
+
+    async def resolve(self, items: Sequence[InputItem], tenant: str | None) -> list[JSON]:
+        """Input items as they are kept: ids given, item references replaced by their items."""
+        out: list[JSON] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, ItemReference):
+                out.append(stored_item(item))
+                continue
+            found = await self.store.find_item(tenant, item.id) if self.store else None
+            if found is None:
+                raise APIError(
+                    404,
+                    f"Item with id '{item.id}' not found.",
+                    param=f"input[{index}].id",
+                    code="item_not_found",
+                )
+            out.append(found)
+        return out
+
+    async def expand(self, items: Sequence[JSON], tenant: str | None) -> list[InputItem]:
+        """Stored items -> input items an engine turn is built from (compactions unpacked)."""
+        out: list[InputItem] = []
+        for item in items:
+            parsed = _parse(item)
+            if isinstance(parsed, CompactionInput):
+                out.extend(_parse(inner) for inner in await self.unpack(parsed, tenant))
+            else:
+                out.append(parsed)
+        return out
+
+    # ------------------------------------------------------------ compaction
+
+    async def pack(self, items: list[JSON], tenant: str | None) -> JSON:
+        """A compaction item carrying `items`, sealed so only this server can open it."""
+        key = await self._cipher()
+        nonce = os.urandom(12)
+        plain = zlib.compress(json.dumps(items, separators=(",", ":")).encode())
+        sealed = key.encrypt(nonce, plain, (tenant or "").encode())
+        return {
+            "type": "compaction",
+            "id": new_id("cmp"),
+            "encrypted_content": base64.urlsafe_b64encode(nonce + sealed).decode(),
+        }
+
+    async def unpack(self, item: CompactionInput, tenant: str | None) -> list[JSON]:
+        key = await self._cipher()
+        try:
+            raw = base64.urlsafe_b64decode(item.encrypted_content.encode())
+            plain = key.decrypt(raw[:12], raw[12:], (tenant or "").encode())
+            items: list[JSON] = json.loads(zlib.decompress(plain))
+        except (InvalidTag, ValueError, zlib.error) as exc:
+            raise APIError(
+                400,
+                "The compaction item's encrypted_content is invalid or was made by another "
+                "server or tenant.",
+                param="input",
+                code="invalid_encrypted_content",
+            ) from exc
+        return items
+
+    async def _cipher(self) -> AESGCM:
+        if self._key is None:
+            if self.store is None:
+                raise APIError(400, "Compaction needs a store.", code="store_disabled")
+            self._key = AESGCM(await self.store.secret(COMPACTION_KEY, AESGCM.generate_key(256)))
+        return self._key
+
+    # ------------------------------------------------------------ recording
+
+    async def record(
+        self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]
+    ) -> None:
+        """ResponseRecorder: keep a finished run (its conversation gains input and output)."""
+        if self.store is None:
+            return
+        await self.store.save_response(
+            run.tenant,
+            response.model_dump(mode="json"),
+            run.input_items,
+            [event.model_dump(mode="json") for event in events],
+            conversation_id=(response.conversation or {}).get("id"),
+        )
+
+
+def conversation_id(value: str | ConversationRef) -> str:
+    return value if isinstance(value, str) else value.id
+
+
+def _parse(item: JSON) -> InputItem:
+    try:
+        return ITEMS.validate_python(item)
+    except ValidationError as exc:  # stored by an older version, or corrupted
+        raise APIError(500, f"A stored item cannot be read: {exc}", code="server_error") from exc

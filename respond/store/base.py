@@ -1,0 +1,196 @@
+"""The store interface: what respond keeps between requests, whatever the database.
+
+Everything is kept as wire JSON (plain dicts), so a stored object is exactly what a
+client saw. Every read and write names the tenant; an object of another tenant is
+reported as missing, never as forbidden, so ids reveal nothing across tenants.
+`tenant=None` (no API keys, or a plain key) is a tenant like any other.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ItemOwner",
+    "ListQuery",
+    "Page",
+    "Store",
+    "StoredResponse",
+]
+
+JSON = dict[str, Any]
+
+# Whose items a list or lookup is about: a response's input or output, or a conversation.
+ItemOwner = Literal["input", "output", "conversation"]
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    response: JSON  # the response object as GET returns it
+    input_items: list[JSON]  # the resolved input of this turn (with ids), in order
+    output_items: list[JSON]
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Cursor pagination as OpenAI does it: `after`/`before` are item ids."""
+
+    limit: int = 20
+    order: Literal["asc", "desc"] = "desc"
+    after: str | None = None
+    before: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    data: list[JSON] = field(default_factory=list)
+    has_more: bool = False
+
+    def wire(self) -> JSON:
+        return {
+            "object": "list",
+            "data": self.data,
+            "first_id": self.data[0]["id"] if self.data else None,
+            "last_id": self.data[-1]["id"] if self.data else None,
+            "has_more": self.has_more,
+        }
+
+
+class Store(ABC):
+    """Responses, their items and events, conversations; with a time to live."""
+
+    ttl_seconds: int
+    # True when one process owns the store (SQLite): every other runner is then dead.
+    exclusive: bool = False
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect and run pending migrations."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    # ------------------------------------------------------------ responses
+
+    @abstractmethod
+    async def save_response(
+        self,
+        tenant: str | None,
+        response: JSON,
+        input_items: list[JSON],
+        events: list[JSON],
+        *,
+        conversation_id: str | None = None,
+        runner: str | None = None,
+    ) -> None:
+        """Insert or replace a response with its items and its full event list.
+
+        Output items are taken from `response["output"]`. When `conversation_id` is set,
+        the input and output items are appended to that conversation in the same
+        transaction. `runner` names the process running an unfinished response.
+        """
+
+    @abstractmethod
+    async def get_response(self, tenant: str | None, response_id: str) -> StoredResponse | None: ...
+
+    @abstractmethod
+    async def delete_response(self, tenant: str | None, response_id: str) -> bool: ...
+
+    @abstractmethod
+    async def append_events(
+        self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
+    ) -> None:
+        """Add events of a running response and update its current state."""
+
+    @abstractmethod
+    async def events_after(
+        self, tenant: str | None, response_id: str, after: int
+    ) -> list[JSON] | None:
+        """Stored events with sequence_number > after (None: no such response)."""
+
+    @abstractmethod
+    async def list_items(
+        self, tenant: str | None, owner: ItemOwner, owner_id: str, query: ListQuery
+    ) -> Page | None:
+        """A page of a response's input items or a conversation's items (None: no owner)."""
+
+    @abstractmethod
+    async def find_item(self, tenant: str | None, item_id: str) -> JSON | None:
+        """Any stored item of this tenant by id (for `item_reference` inputs)."""
+
+    @abstractmethod
+    async def heartbeat(self, runner: str) -> None:
+        """Say that process `runner` is alive."""
+
+    @abstractmethod
+    async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
+        """Unfinished responses (with tenants) whose runner is not `runner` and has not
+        heartbeated for `stale_after` seconds (any other runner, if the store is exclusive)."""
+
+    @abstractmethod
+    async def end_unfinished(
+        self, tenant: str | None, response_id: str, response: JSON, event: JSON
+    ) -> bool:
+        """Atomically give a still unfinished response its terminal state and event."""
+
+    # ------------------------------------------------------------ signals
+
+    @abstractmethod
+    async def publish(self, kind: str, response_id: str) -> None:
+        """Tell every process using this store (this one included) about `response_id`:
+        "events" (new events stored) or "cancel" (stop running it)."""
+
+    @abstractmethod
+    def subscribe(self, handler: Callable[[str, str], None]) -> None:
+        """Call `handler(kind, response_id)` for every signal published."""
+
+    # ------------------------------------------------------------ conversations
+
+    @abstractmethod
+    async def create_conversation(
+        self, tenant: str | None, conversation: JSON, items: list[JSON]
+    ) -> None: ...
+
+    @abstractmethod
+    async def get_conversation(self, tenant: str | None, conversation_id: str) -> JSON | None: ...
+
+    @abstractmethod
+    async def update_conversation(
+        self, tenant: str | None, conversation_id: str, metadata: dict[str, str]
+    ) -> JSON | None: ...
+
+    @abstractmethod
+    async def delete_conversation(self, tenant: str | None, conversation_id: str) -> bool: ...
+
+    @abstractmethod
+    async def add_conversation_items(
+        self, tenant: str | None, conversation_id: str, items: list[JSON]
+    ) -> bool:
+        """Append items; False when the conversation does not exist."""
+
+    @abstractmethod
+    async def conversation_items(self, tenant: str | None, conversation_id: str) -> list[JSON]:
+        """All items of a conversation, oldest first (the context of a new turn)."""
+
+    @abstractmethod
+    async def get_conversation_item(
+        self, tenant: str | None, conversation_id: str, item_id: str
+    ) -> JSON | None: ...
+
+    @abstractmethod
+    async def delete_conversation_item(
+        self, tenant: str | None, conversation_id: str, item_id: str
+    ) -> bool: ...
+
+    # ------------------------------------------------------------ housekeeping
+
+    @abstractmethod
+    async def purge_expired(self) -> int:
+        """Delete everything whose time to live has passed; returns how many objects."""
+
+    @abstractmethod
+    async def secret(self, name: str, make: bytes) -> bytes:
+        """A server-wide secret shared by all replicas: stored once, `make` if new."""

@@ -1,0 +1,133 @@
+"""Background runs, cancel and stream resume through the official SDK (SQLite store)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.support.clients import openai_client
+from tests.support.polling import has_text, stored_events, wait_for
+from tests.support.schema import validate_event, validate_response
+from tests.support.server import Server
+
+MODEL = "smollm2-135m"
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[openai.OpenAI]:
+    with openai_client(server.base_url) as sdk:
+        yield sdk
+
+
+def dump(model: Any) -> dict[str, Any]:
+    data: dict[str, Any] = model.model_dump(mode="json", exclude_unset=True)
+    return data
+
+
+def check_lifecycle(events: list[dict[str, Any]]) -> None:
+    for event in events:
+        validate_event(event)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    types = [e["type"] for e in events]
+    assert types[:3] == ["response.created", "response.queued", "response.in_progress"]
+    assert types[-1] in TERMINAL and sum(t in TERMINAL for t in types) == 1
+
+
+def test_background_is_queued_then_runs_to_the_end(client: openai.OpenAI, server: Server) -> None:
+    made = client.responses.create(
+        model=MODEL, input="Say hi.", max_output_tokens=12, background=True
+    )
+    validate_response(dump(made))
+    assert made.status == "queued" and made.background is True
+    final = wait_for(
+        server.base_url, made.id, lambda b: b["status"] not in ("queued", "in_progress")
+    )
+    validate_response(final)
+    assert final["status"] in ("completed", "incomplete") and final["output"]
+    events = stored_events(server.base_url, made.id)
+    check_lifecycle(events)
+    assert events[-1]["response"] == final
+    assert (
+        client.responses.retrieve(made.id).output_text == final["output"][0]["content"][0]["text"]
+    )
+
+
+def test_background_stream_and_resume(client: openai.OpenAI, server: Server) -> None:
+    streamed = [
+        dump(e)
+        for e in client.responses.create(
+            model=MODEL, input="Count to five.", max_output_tokens=12, background=True, stream=True
+        )
+    ]
+    check_lifecycle(streamed)
+    response_id = streamed[0]["response"]["id"]
+    resumed = [
+        dump(e) for e in client.responses.retrieve(response_id, stream=True, starting_after=4)
+    ]
+    assert resumed == streamed[5:]
+
+
+def test_resume_follows_a_running_response_live(client: openai.OpenAI, server: Server) -> None:
+    made = client.responses.create(model=MODEL, background=True, **LONG | {"max_output_tokens": 64})
+    live = [dump(e) for e in client.responses.retrieve(made.id, stream=True, starting_after=0)]
+    assert live[0]["sequence_number"] == 1 and live[-1]["type"] in TERMINAL
+    for event in live:
+        validate_event(event)
+    # What was followed live is exactly what the store keeps.
+    assert live == stored_events(server.base_url, made.id, after=0)
+
+
+def test_cancel_stops_generation(client: openai.OpenAI, server: Server) -> None:
+    made = client.responses.create(model=MODEL, background=True, **LONG)
+    wait_for(server.base_url, made.id, has_text)
+    cancelled = client.responses.cancel(made.id)
+    validate_response(dump(cancelled))
+    assert cancelled.status == "cancelled"
+    events = stored_events(server.base_url, made.id)
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["status"] == "cancelled"
+    assert events[-1]["response"]["output"][0]["status"] == "incomplete"
+    time.sleep(1)
+    assert stored_events(server.base_url, made.id) == events  # nothing more was generated
+    # Cancelling again changes nothing.
+    assert client.responses.cancel(made.id).status == "cancelled"
+
+
+def test_cancel_a_queued_run(client: openai.OpenAI, server: Server) -> None:
+    first = client.responses.create(model=MODEL, background=True, **LONG)
+    second = client.responses.create(model=MODEL, background=True, **LONG)
+    # One background run at a time: the second waits its turn, queued.
+    assert client.responses.retrieve(second.id).status == "queued"
+    assert client.responses.cancel(second.id).status == "cancelled"
+    types = [e["type"] for e in stored_events(server.base_url, second.id)]
+    assert types == ["response.created", "response.queued", "response.failed"]
+    assert client.responses.cancel(first.id).status == "cancelled"
+
+
+def test_cancel_errors(client: openai.OpenAI, server: Server) -> None:
+    foreground = client.responses.create(model=MODEL, input="Hi", max_output_tokens=4)
+    with pytest.raises(openai.BadRequestError) as sync:
+        client.responses.cancel(foreground.id)
+    assert "synchronous" in sync.value.message
+    with pytest.raises(openai.NotFoundError):
+        client.responses.cancel("resp_unknown")
+    done = client.responses.create(model=MODEL, input="Hi", max_output_tokens=4, background=True)
+    final = wait_for(
+        server.base_url, done.id, lambda b: b["status"] not in ("queued", "in_progress")
+    )
+    assert client.responses.cancel(done.id).status == final["status"]
+
+
+def test_background_needs_store(server: Server) -> None:
+    reply = httpx.post(
+        f"{server.base_url}/responses",
+        json={"input": "x", "background": True, "store": False},
+    )
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == "store"
