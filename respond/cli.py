@@ -174,7 +174,13 @@ def serve(settings: Settings) -> None:
         "serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port
     )
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        # A WebSocket response.create frame carries a create body: same limit as over HTTP.
+        ws_max_size=settings.max_body_mb * 1024 * 1024,
     )
 
 
