@@ -117,6 +117,7 @@ class Connection:
         try:
             await self._run_turn(raw)
         except APIError as exc:
+            log.info("WS /v1/responses error %d %s", exc.status, exc.code or exc.type)
             self._forget_all()
             await self._send_error(exc)
         except (WebSocketDisconnect, OSError):
