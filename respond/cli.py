@@ -101,6 +101,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the API the upstream speaks (default: chat, i.e. Chat Completions)",
     )
     serve.add_argument(
+        "-n",
+        "--n-predict",
+        type=int,
+        default=int(env("RESPOND_N_PREDICT", "0")) or None,
+        help="max_output_tokens for requests that set none (default: up to the context window)",
+    )
+    serve.add_argument(
+        "--temp",
+        type=float,
+        default=float(env("RESPOND_TEMP", "1.0")),
+        help="sampling temperature for requests that set none (default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-level",
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -141,6 +154,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
+        n_predict=args.n_predict,
+        temperature=args.temp,
         log_level=args.log_level,
         config_path=args.config,
         upstreams=list(args.upstream),
@@ -172,6 +187,8 @@ def serve(settings: Settings) -> None:
         store=store,
         max_body_mb=settings.max_body_mb,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
+        n_predict=settings.n_predict,
+        temperature=settings.temperature,
     )
     logging.getLogger("respond").info(
         "serving %s on http://%s:%d/v1",
@@ -180,7 +197,13 @@ def serve(settings: Settings) -> None:
         settings.port,
     )
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        # A WebSocket response.create frame carries a create body: same limit as over HTTP.
+        ws_max_size=settings.max_body_mb * 1024 * 1024,
     )
 
 
