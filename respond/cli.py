@@ -73,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
         help="how long stored responses and conversations are kept: 3600, 90m, 12h, 30d "
         "(default: 30d)",
     )
+    serve.add_argument(
+        "--secret-key",
+        default=env("RESPOND_SECRET_KEY"),
+        help="key that seals reasoning.encrypted_content (default: generated once, kept "
+        "in the data dir as secret.key)",
+    )
     serve.add_argument("--max-body-mb", type=int, default=32)
     serve.add_argument(
         "--config",
@@ -93,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
         default=env("RESPOND_UPSTREAM_API", "chat"),
         choices=["chat", "responses"],
         help="the API the upstream speaks (default: chat, i.e. Chat Completions)",
+    )
+    serve.add_argument(
+        "-n",
+        "--n-predict",
+        type=int,
+        default=int(env("RESPOND_N_PREDICT", "0")) or None,
+        help="max_output_tokens for requests that set none (default: up to the context window)",
+    )
+    serve.add_argument(
+        "--temp",
+        type=float,
+        default=float(env("RESPOND_TEMP", "1.0")),
+        help="sampling temperature for requests that set none (default: %(default)s)",
     )
     serve.add_argument(
         "--log-level",
@@ -135,11 +154,14 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
+        n_predict=args.n_predict,
+        temperature=args.temp,
         log_level=args.log_level,
         config_path=args.config,
         upstreams=list(args.upstream),
         upstream_key=args.upstream_key,
         upstream_api=args.upstream_api,
+        secret_key=args.secret_key,
     )
 
 
@@ -149,6 +171,7 @@ def serve(settings: Settings) -> None:
     from respond.api._common import KeyRing
     from respond.app import create_app
     from respond.engines.registry import build_engines
+    from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
     engines = build_engines(settings)
@@ -163,6 +186,9 @@ def serve(settings: Settings) -> None:
         keys=KeyRing.from_lines(settings.api_keys),
         store=store,
         max_body_mb=settings.max_body_mb,
+        sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
+        n_predict=settings.n_predict,
+        temperature=settings.temperature,
     )
     logging.getLogger("respond").info(
         "serving %s on http://%s:%d/v1",
@@ -171,7 +197,13 @@ def serve(settings: Settings) -> None:
         settings.port,
     )
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        # A WebSocket response.create frame carries a create body: same limit as over HTTP.
+        ws_max_size=settings.max_body_mb * 1024 * 1024,
     )
 
 

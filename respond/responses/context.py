@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,8 @@ from respond._ids import new_id
 from respond.engines._base import ChatMessage, ToolCall
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
+    CustomToolCallInput,
+    CustomToolCallOutputInput,
     FunctionCallInput,
     FunctionCallOutputInput,
     InputFile,
@@ -26,6 +29,8 @@ _ID_PREFIX = {
     "message": "msg",
     "function_call": "fc",
     "function_call_output": "fco",
+    "custom_tool_call": "ctc",
+    "custom_tool_call_output": "ctco",
     "reasoning": "rs",
 }
 
@@ -69,8 +74,8 @@ def items_to_messages(
                 reasoning = None
             else:
                 messages.append(ChatMessage(role=item.role, content=text, images=images))
-        elif isinstance(item, FunctionCallInput):
-            call = ToolCall(call_id=item.call_id, name=item.name, arguments=item.arguments)
+        elif isinstance(item, FunctionCallInput | CustomToolCallInput):
+            call = _tool_call(item)
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and reasoning is None:
                 messages[-1] = ChatMessage(
@@ -84,7 +89,7 @@ def items_to_messages(
                     ChatMessage(role="assistant", tool_calls=(call,), reasoning=reasoning)
                 )
                 reasoning = None
-        elif isinstance(item, FunctionCallOutputInput):
+        elif isinstance(item, FunctionCallOutputInput | CustomToolCallOutputInput):
             output = item.output
             text = output if isinstance(output, str) else _parts_text(output, vision, where)[0]
             messages.append(ChatMessage(role="tool", content=text, tool_call_id=item.call_id))
@@ -99,6 +104,14 @@ def items_to_messages(
                 code="item_not_found",
             )
     return messages
+
+
+def _tool_call(item: FunctionCallInput | CustomToolCallInput) -> ToolCall:
+    if isinstance(item, FunctionCallInput):
+        return ToolCall(call_id=item.call_id, name=item.name, arguments=item.arguments)
+    # The model saw a custom tool as a function taking one string, `input`.
+    arguments = json.dumps({"input": item.input}, ensure_ascii=False)
+    return ToolCall(call_id=item.call_id, name=item.name, arguments=arguments)
 
 
 def _message_content(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,22 +23,28 @@ from respond.engines._base import (
     ContextOverflowError,
     Engine,
     EngineError,
-    FunctionSpec,
     Sampling,
-    ToolChoice,
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     CreateResponseBody,
+    InputItem,
     TextFormat,
-    TextFormatJsonObject,
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
+from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
+from respond.responses.tools import (
+    check_call_ids,
+    custom_tool_names,
+    function_specs,
+    text_constraint,
+    tool_choice,
+)
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -72,6 +78,10 @@ class PreparedRun:
     input_items: list[dict[str, Any]]
     tenant: str | None = None
     failure_status: int = field(default=500)
+    # Every item the turn was built from (history, then this input), as the engine saw them.
+    context: list[InputItem] = field(default_factory=list)
+    # False for a WebSocket warm-up (`generate: false`): a response with no output.
+    generate: bool = True
 
 
 class Responses:
@@ -83,14 +93,22 @@ class Responses:
         *,
         recorder: ResponseRecorder | None = None,
         history: History | None = None,
+        sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
+        n_predict: int | None = None,
+        temperature: float = 1.0,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
         self.engines = dict(engines)
         self.recorder = recorder
         self.history = history or History(None)
+        self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
+        # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
+        # never set one, and a small local model may otherwise ramble to the context's end.
+        self.n_predict = n_predict
+        self.temperature = temperature  # `--temp`: for requests that set none
 
     # ------------------------------------------------------------ preparing
 
@@ -108,8 +126,20 @@ class Responses:
             )
         return engine
 
-    async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
-        engine, turn, context = await self.assemble(body, tenant)
+    async def prepare(
+        self,
+        body: CreateResponseBody,
+        *,
+        tenant: str | None = None,
+        remembered: Sequence[InputItem] | None = None,
+    ) -> PreparedRun:
+        """Validate and assemble a run; every request error is raised here.
+
+        `remembered` is the context before this input when the caller already holds it (a
+        WebSocket connection remembers the responses it created, store:false ones too);
+        previous_response_id is then not looked up in the store.
+        """
+        engine, turn, context = await self.assemble(body, tenant, remembered)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
@@ -123,16 +153,22 @@ class Responses:
             resource=resource,
             input_items=context.new_stored,
             tenant=tenant,
+            context=context.items,
         )
 
     async def assemble(
-        self, body: CreateResponseBody, tenant: str | None
+        self,
+        body: CreateResponseBody,
+        tenant: str | None,
+        remembered: Sequence[InputItem] | None = None,
     ) -> tuple[Engine, ChatTurn, Context]:
         """The engine and the turn a body asks for, with stored history in front of its input."""
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
-        context = await self.history.context(body, tenant)
+        context = await self.history.context(body, tenant, remembered=remembered)
+        context.new = open_reasoning(context.new, self.sealer)
+        check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
         messages = items_to_messages(context.items, vision=vision)
@@ -150,17 +186,19 @@ class Responses:
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
     ) -> ChatTurn:
-        fmt = body.text.format
+        specs = function_specs(body, engine)
+        json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
             messages=messages,
-            tools=_function_specs(body.tools),
-            tool_choice=_tool_choice(body.tool_choice),
+            tools=specs,
+            tool_choice=tool_choice(body, specs),
             parallel_tool_calls=body.parallel_tool_calls,
-            json_schema=fmt.schema_ if isinstance(fmt, TextFormatJsonSchema) else None,
-            json_object=isinstance(fmt, TextFormatJsonObject),
+            max_tool_calls=body.max_tool_calls,
+            json_schema=json_schema,
+            json_object=json_object,
             sampling=Sampling(
-                temperature=1.0 if body.temperature is None else body.temperature,
+                temperature=self._temperature(body),
                 top_p=1.0 if body.top_p is None else body.top_p,
                 presence_penalty=body.presence_penalty or 0.0,
                 frequency_penalty=body.frequency_penalty or 0.0,
@@ -168,10 +206,13 @@ class Responses:
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
             hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
         )
+
+    def _temperature(self, body: CreateResponseBody) -> float:
+        return self.temperature if body.temperature is None else body.temperature
 
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
         """Make the prompt fit the context window, or explain by how much it does not."""
@@ -213,12 +254,12 @@ class Responses:
             presence_penalty=body.presence_penalty or 0.0,
             frequency_penalty=body.frequency_penalty or 0.0,
             top_logprobs=body.top_logprobs or 0,
-            temperature=1.0 if body.temperature is None else body.temperature,
+            temperature=self._temperature(body),
             reasoning=ReasoningConfig(
                 effort=reasoning.effort if reasoning else None,
                 summary=reasoning.summary if reasoning else None,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             max_tool_calls=body.max_tool_calls,
             store=True if body.store is None else body.store,
             background=bool(body.background),
@@ -231,9 +272,12 @@ class Responses:
 
     # ------------------------------------------------------------ running
 
-    async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
+    async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
-        builder = EventBuilder(run.resource)
+        seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
+        builder = EventBuilder(
+            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+        )
         try:
             for event in builder.start():
                 yield event
@@ -242,10 +286,11 @@ class Responses:
                 for event in builder.begin():
                     yield event
             try:
-                async with aclosing(run.engine.stream(run.turn)) as deltas:
-                    async for delta in deltas:
-                        for event in builder.push(delta):
-                            yield event
+                if run.generate:
+                    async with aclosing(run.engine.stream(run.turn)) as deltas:
+                        async for delta in deltas:
+                            for event in builder.push(delta):
+                                yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -290,38 +335,6 @@ def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]
         hints["text_format_strict"] = fmt.strict
         hints["text_format_description"] = fmt.description
     return hints
-
-
-def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
-    specs = []
-    for tool in tools:
-        if tool.get("type") != "function":
-            log.info(
-                "tool type %r is not run by respond; the model does not see it", tool.get("type")
-            )
-            continue
-        strict = tool.get("strict")
-        specs.append(
-            FunctionSpec(
-                name=tool["name"],
-                description=tool.get("description"),
-                parameters=tool.get("parameters") or {"type": "object", "properties": {}},
-                strict=True if strict is None else bool(strict),
-            )
-        )
-    return specs
-
-
-def _tool_choice(choice: Any) -> ToolChoice:
-    if isinstance(choice, str):
-        return ToolChoice(mode=choice)  # type: ignore[arg-type]
-    data = choice if isinstance(choice, dict) else choice.model_dump()
-    if data.get("type") == "function":
-        return ToolChoice(mode="required", allowed=(data["name"],))
-    if data.get("type") == "allowed_tools":
-        names = tuple(t["name"] for t in data.get("tools", []) if t.get("type") == "function")
-        return ToolChoice(mode=data.get("mode", "auto"), allowed=names)
-    return ToolChoice()
 
 
 def _echo_format(fmt: TextFormat) -> dict[str, Any]:
