@@ -409,5 +409,7 @@ def test_custom_tool_input_follows_its_regex(server: Server) -> None:
     (call,) = body["output"]
     assert call["type"] == "custom_tool_call" and call["name"] == "pick_color"
     assert call["input"] in ("red", "green", "blue")
-    # custom_tool_call is OpenAI's item, outside the Open Responses schema; the rest validates.
-    validate_response({**body, "output": []})
+    # custom_tool_call and a custom tool_choice are OpenAI shapes, outside the Open
+    # Responses schema (docs/tools.md); the rest validates.
+    assert body["tool_choice"] == {"type": "custom", "name": "pick_color"}
+    validate_response({**body, "output": [], "tool_choice": "required"})
