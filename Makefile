@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint install bench clean
+NODE_CLIENTS := tests/clients/node
+NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
+
+.PHONY: serve test lint install node-clients bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +19,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The client programs the e2e tests drive (Codex CLI, Vercel AI SDK), pinned by the lockfile.
+$(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
+	@echo ">>> installing the client programs under test (npm ci in $(NODE_CLIENTS))"
+	@cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+node-clients: $(NODE_STAMP)
+
 serve: $(STAMP)
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
@@ -24,11 +35,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check respond tests bench
 	$(BIN)/mypy
 
-test: lint
+test: lint node-clients
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(NODE_CLIENTS)/node_modules

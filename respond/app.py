@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, conversations, models, responses
+from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
@@ -38,9 +38,18 @@ def create_app(
     store: Store | None = None,
     max_body_mb: int = 32,
     sealer: Sealer | None = None,
+    n_predict: int | None = None,
+    temperature: float = 1.0,
 ) -> FastAPI:
     history = History(store)
-    service = Responses(engines, recorder=recorder or history, history=history, sealer=sealer)
+    service = Responses(
+        engines,
+        recorder=recorder or history,
+        history=history,
+        sealer=sealer,
+        n_predict=n_predict,
+        temperature=temperature,
+    )
     runs = Runs(service, store) if store is not None else None
 
     @asynccontextmanager
@@ -79,6 +88,7 @@ def create_app(
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.include_router(responses.router)
+    app.include_router(websocket.router)
     app.include_router(conversations.router)
     app.include_router(chat.router)
     app.include_router(models.router)

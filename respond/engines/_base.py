@@ -234,6 +234,7 @@ class ModelInfo:
     context_window: int | None
     backend: str
     vision: bool = False
+    upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
 
 
 class Engine(ABC):
@@ -262,6 +263,10 @@ class Engine(ABC):
     @property
     def ready(self) -> bool:
         return True
+
+    async def health(self) -> list[dict[str, Any]] | None:
+        """Reachability of the servers behind this engine (one dict each), if it has any."""
+        return None
 
     def load(self) -> None:
         """Blocking start-up work (loading weights); run in a thread while /health says 503."""

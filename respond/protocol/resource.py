@@ -27,6 +27,9 @@ TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"}
 
 class InputTokensDetails(Wire):
     cached_tokens: int = 0
+    # Not in the Open Responses schema (which allows extra fields), but the openai SDK's
+    # types require it. respond bills no prompt-cache writes, so it is always 0.
+    cache_write_tokens: int = 0
 
 
 class OutputTokensDetails(Wire):

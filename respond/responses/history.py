@@ -69,7 +69,14 @@ class History:
 
     # ------------------------------------------------------------ reading
 
-    async def context(self, body: CreateResponseBody, tenant: str | None) -> Context:
+    async def context(
+        self,
+        body: CreateResponseBody,
+        tenant: str | None,
+        *,
+        remembered: Sequence[InputItem] | None = None,
+    ) -> Context:
+        """`remembered`: the chain's items, already held by the caller (a WebSocket connection)."""
         if body.previous_response_id and body.conversation:
             raise APIError(
                 400,
@@ -78,7 +85,9 @@ class History:
                 code="invalid_value",
             )
         ctx = Context()
-        if body.previous_response_id:
+        if remembered is not None:
+            ctx.history = list(remembered)
+        elif body.previous_response_id:
             ctx.history = await self._chain(body.previous_response_id, tenant)
         elif body.conversation:
             ctx.conversation_id = conversation_id(body.conversation)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,7 +27,12 @@ from respond.engines._base import (
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
-from respond.protocol.requests import CreateResponseBody, TextFormat, TextFormatJsonSchema
+from respond.protocol.requests import (
+    CreateResponseBody,
+    InputItem,
+    TextFormat,
+    TextFormatJsonSchema,
+)
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
@@ -73,6 +78,10 @@ class PreparedRun:
     input_items: list[dict[str, Any]]
     tenant: str | None = None
     failure_status: int = field(default=500)
+    # Every item the turn was built from (history, then this input), as the engine saw them.
+    context: list[InputItem] = field(default_factory=list)
+    # False for a WebSocket warm-up (`generate: false`): a response with no output.
+    generate: bool = True
 
 
 class Responses:
@@ -86,6 +95,8 @@ class Responses:
         history: History | None = None,
         sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
+        n_predict: int | None = None,
+        temperature: float = 1.0,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -94,6 +105,10 @@ class Responses:
         self.history = history or History(None)
         self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
+        # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
+        # never set one, and a small local model may otherwise ramble to the context's end.
+        self.n_predict = n_predict
+        self.temperature = temperature  # `--temp`: for requests that set none
 
     # ------------------------------------------------------------ preparing
 
@@ -111,11 +126,24 @@ class Responses:
             )
         return engine
 
-    async def prepare(self, body: CreateResponseBody, *, tenant: str | None = None) -> PreparedRun:
-        engine, turn, context = await self.assemble(body, tenant)
+    async def prepare(
+        self,
+        body: CreateResponseBody,
+        *,
+        tenant: str | None = None,
+        remembered: Sequence[InputItem] | None = None,
+    ) -> PreparedRun:
+        """Validate and assemble a run; every request error is raised here.
+
+        `remembered` is the context before this input when the caller already holds it (a
+        WebSocket connection remembers the responses it created, store:false ones too);
+        previous_response_id is then not looked up in the store.
+        """
+        engine, turn, context = await self.assemble(body, tenant, remembered)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
@@ -125,16 +153,20 @@ class Responses:
             resource=resource,
             input_items=context.new_stored,
             tenant=tenant,
+            context=context.items,
         )
 
     async def assemble(
-        self, body: CreateResponseBody, tenant: str | None
+        self,
+        body: CreateResponseBody,
+        tenant: str | None,
+        remembered: Sequence[InputItem] | None = None,
     ) -> tuple[Engine, ChatTurn, Context]:
         """The engine and the turn a body asks for, with stored history in front of its input."""
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
-        context = await self.history.context(body, tenant)
+        context = await self.history.context(body, tenant, remembered=remembered)
         context.new = open_reasoning(context.new, self.sealer)
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
@@ -166,7 +198,7 @@ class Responses:
             json_schema=json_schema,
             json_object=json_object,
             sampling=Sampling(
-                temperature=1.0 if body.temperature is None else body.temperature,
+                temperature=self._temperature(body),
                 top_p=1.0 if body.top_p is None else body.top_p,
                 presence_penalty=body.presence_penalty or 0.0,
                 frequency_penalty=body.frequency_penalty or 0.0,
@@ -174,10 +206,13 @@ class Responses:
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
             hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
         )
+
+    def _temperature(self, body: CreateResponseBody) -> float:
+        return self.temperature if body.temperature is None else body.temperature
 
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
         """Make the prompt fit the context window, or explain by how much it does not."""
@@ -219,12 +254,12 @@ class Responses:
             presence_penalty=body.presence_penalty or 0.0,
             frequency_penalty=body.frequency_penalty or 0.0,
             top_logprobs=body.top_logprobs or 0,
-            temperature=1.0 if body.temperature is None else body.temperature,
+            temperature=self._temperature(body),
             reasoning=ReasoningConfig(
                 effort=reasoning.effort if reasoning else None,
                 summary=reasoning.summary if reasoning else None,
             ),
-            max_output_tokens=body.max_output_tokens,
+            max_output_tokens=body.max_output_tokens or self.n_predict,
             max_tool_calls=body.max_tool_calls,
             store=True if body.store is None else body.store,
             background=bool(body.background),
@@ -237,7 +272,7 @@ class Responses:
 
     # ------------------------------------------------------------ running
 
-    async def events(self, run: PreparedRun) -> AsyncIterator[ev.Event]:
+    async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
         builder = EventBuilder(
@@ -251,10 +286,11 @@ class Responses:
                 for event in builder.begin():
                     yield event
             try:
-                async with aclosing(run.engine.stream(run.turn)) as deltas:
-                    async for delta in deltas:
-                        for event in builder.push(delta):
-                            yield event
+                if run.generate:
+                    async with aclosing(run.engine.stream(run.turn)) as deltas:
+                        async for delta in deltas:
+                            for event in builder.push(delta):
+                                yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -283,6 +319,22 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
+    """What upstream engines use to name the output format and keep a chain on one server."""
+    hints: dict[str, Any] = {"response_id": response_id}
+    if body.previous_response_id:
+        hints["previous_response_id"] = body.previous_response_id
+    if body.conversation is not None:
+        conversation = body.conversation
+        hints["conversation"] = conversation if isinstance(conversation, str) else conversation.id
+    fmt = body.text.format
+    if isinstance(fmt, TextFormatJsonSchema):
+        hints["text_format_name"] = fmt.name
+        hints["text_format_strict"] = fmt.strict
+        hints["text_format_description"] = fmt.description
+    return hints
 
 
 def _echo_format(fmt: TextFormat) -> dict[str, Any]:

@@ -1,0 +1,148 @@
+"""The OpenAI Agents SDK (`openai-agents`) against the real server, set up as its docs say.
+
+Documented setup for a custom endpoint: an `AsyncOpenAI(base_url=...)` client wrapped in
+`OpenAIResponsesModel`, tracing disabled (nothing may leave the machine). WebSocket runs
+use the SDK's own `responses_websocket_session`. The bundled model is tiny: the tests
+assert that runs complete and items come back typed, not what the model says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+import pytest
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIResponsesModel,
+    Runner,
+    function_tool,
+    responses_websocket_session,
+    set_tracing_disabled,
+)
+from agents.items import ToolCallItem, ToolCallOutputItem
+from agents.stream_events import RawResponsesStreamEvent
+
+from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support import features
+from tests.support.server import Server
+
+PROMPT = "Reply with one word: yes or no?"
+SETTINGS = ModelSettings(temperature=0, max_tokens=16)
+
+set_tracing_disabled(True)
+
+calls: list[str] = []
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    calls.append(city)
+    return f"Sunny in {city}."
+
+
+@pytest.fixture
+async def client(server: Server) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="unused") as sdk:
+        yield sdk
+
+
+def agent(client: openai.AsyncOpenAI, **settings: Any) -> Agent[Any]:
+    return Agent(
+        name="assistant",
+        instructions="You answer briefly.",
+        model=OpenAIResponsesModel(model=BUNDLED_ALIAS, openai_client=client),
+        model_settings=SETTINGS.resolve(ModelSettings(**settings)),
+        tools=[get_weather],
+    )
+
+
+async def test_run_completes(client: openai.AsyncOpenAI) -> None:
+    result = await Runner.run(agent(client), PROMPT)
+    assert isinstance(result.final_output, str) and result.final_output
+    assert result.last_response_id and result.last_response_id.startswith("resp_")
+
+
+async def test_streamed_run_completes(client: openai.AsyncOpenAI) -> None:
+    result = Runner.run_streamed(agent(client), PROMPT)
+    kinds = [
+        event.data.type
+        async for event in result.stream_events()
+        if isinstance(event, RawResponsesStreamEvent)
+    ]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+    assert isinstance(result.final_output, str) and result.final_output
+
+
+async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) -> None:
+    if not features.calls_functions(server):
+        pytest.skip(features.FUNCTION_CALLS)
+    calls.clear()
+    # Forced on the first turn; the SDK then resets tool_choice, so the model answers in text
+    # after seeing the tool's output (function_call + function_call_output replayed as input).
+    result = await Runner.run(
+        agent(client, tool_choice="get_weather", max_tokens=48),
+        "What is the weather in Paris?",
+    )
+    assert calls, "the tool was called"
+    kinds = [type(item) for item in result.new_items]
+    assert ToolCallItem in kinds and ToolCallOutputItem in kinds
+    assert isinstance(result.final_output, str)
+
+
+async def test_stop_on_first_tool(client: openai.AsyncOpenAI, server: Server) -> None:
+    if not features.calls_functions(server):
+        pytest.skip(features.FUNCTION_CALLS)
+    forced = agent(client, tool_choice="required", max_tokens=48)
+    forced.tool_use_behavior = "stop_on_first_tool"
+    result = await Runner.run(forced, "What is the weather in Oslo?")
+    assert isinstance(result.final_output, str) and result.final_output.startswith("Sunny in")
+
+
+async def test_two_turns_with_previous_response_id(
+    client: openai.AsyncOpenAI, server: Server
+) -> None:
+    if not features.resolves_previous_response_id(server):
+        pytest.skip(features.PREVIOUS_RESPONSE_ID)
+    assistant = agent(client)
+    first = await Runner.run(assistant, PROMPT)
+    second = await Runner.run(
+        assistant,
+        "Reply with one word: true or false?",
+        previous_response_id=first.last_response_id,
+    )
+    assert second.last_response_id != first.last_response_id
+    assert isinstance(second.final_output, str) and second.final_output
+    # The second turn saw the first: its prompt is longer than the first turn's.
+    first_usage, second_usage = first.context_wrapper.usage, second.context_wrapper.usage
+    assert second_usage.input_tokens > first_usage.input_tokens
+
+
+async def test_websocket_transport_two_turns(server: Server) -> None:
+    """The SDK's WebSocket transport; store=False chains through the connection's memory."""
+    async with responses_websocket_session(base_url=server.base_url, api_key="unused") as ws:
+        assistant = Agent(
+            name="assistant",
+            instructions="You answer briefly.",
+            model=BUNDLED_ALIAS,
+            model_settings=SETTINGS.resolve(ModelSettings(store=False)),
+        )
+        first = await ws.run(assistant, PROMPT)
+        streamed = ws.run_streamed(
+            assistant, "And again?", previous_response_id=first.last_response_id
+        )
+        kinds = [
+            event.data.type
+            async for event in streamed.stream_events()
+            if isinstance(event, RawResponsesStreamEvent)
+        ]
+    assert isinstance(first.final_output, str) and first.final_output
+    assert kinds[-1] == "response.completed"
+    assert streamed.last_response_id != first.last_response_id
+    # Both turns really went over the socket (the server logs each WebSocket turn).
+    assert f"WS /v1/responses {first.last_response_id}" in server.log()
+    assert f"WS /v1/responses {streamed.last_response_id}" in server.log()

@@ -1,0 +1,70 @@
+"""The Vercel AI SDK (npm `ai` with `@ai-sdk/openai` and `@ai-sdk/open-responses`) against respond.
+
+Each case runs tests/clients/node/ai_sdk.mjs in node against the real server; the script
+exits non-zero when the SDK throws or gets something it cannot use.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support import features
+from tests.support.server import Server
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+PROVIDERS = ("openai", "open-responses")
+
+
+def run_case(server: Server, provider: str, case: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None or not (NODE_DIR / "node_modules" / "ai").exists():
+        pytest.skip("node or the AI SDK is not installed: run `make node-clients`")
+    done = subprocess.run(
+        [node, "ai_sdk.mjs", provider, case, server.base_url, BUNDLED_ALIAS],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"no output; stderr:\n{done.stderr}"
+    result: dict[str, Any] = json.loads(lines[-1])
+    assert done.returncode == 0 and result["ok"], result.get("error", done.stderr)
+    assert result.get("warnings", []) == [], result["warnings"]
+    return result
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_generate_text(server: Server, provider: str) -> None:
+    result = run_case(server, provider, "generateText")
+    assert result["id"].startswith("resp_")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stream_text(server: Server, provider: str) -> None:
+    result = run_case(server, provider, "streamText")
+    assert {"text-start", "text-delta", "text-end", "finish"} <= set(result["parts"])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_forced_tool_call(server: Server, provider: str) -> None:
+    if not features.calls_functions(server):
+        pytest.skip(features.FUNCTION_CALLS)
+    result = run_case(server, provider, "toolCall")
+    assert result["toolCalls"][0]["name"] == "weather"
+
+
+@pytest.mark.parametrize("case", ["generateObject", "outputObject"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_structured_object(server: Server, provider: str, case: str) -> None:
+    if not features.enforces_json_schema(server):
+        pytest.skip(features.STRUCTURED_OUTPUTS)
+    result = run_case(server, provider, case)
+    assert isinstance(result["object"]["population"], int)
