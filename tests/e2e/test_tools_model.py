@@ -193,6 +193,7 @@ def test_tool_loop_with_previous_response_id(client: openai.OpenAI) -> None:
         input="What is the weather in Paris?",
         tools=TOOLS,
         tool_choice={"type": "function", "name": "get_weather"},
+        parallel_tool_calls=False,
         max_output_tokens=64,
     )
     (call,) = [item for item in first.output if item.type == "function_call"]
