@@ -111,7 +111,7 @@ def rate(seconds: float, tokens: int) -> float:
     return (tokens - 1) / seconds if seconds > 0 and tokens > 1 else 0.0
 
 
-def main() -> None:
+async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=128)
@@ -130,7 +130,7 @@ def main() -> None:
                 if arm == "stock":
                     seconds, produced = stock_arm(engine, chat, grammar)
                 else:
-                    seconds, produced = asyncio.run(respond_arm(engine, chat))
+                    seconds, produced = await respond_arm(engine, chat)
                 rates[arm].append(rate(seconds, produced))
                 counts[arm].append(produced)
     free = statistics.median(rates["free"])
@@ -142,4 +142,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(main())  # one event loop: the engine's FIFO lock belongs to it

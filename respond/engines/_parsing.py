@@ -136,7 +136,6 @@ class OutputParser:
         self._args = JsonScanner()
         self._at_start = True  # nothing but whitespace emitted as text yet
         self._strip_text = False  # drop whitespace right after </think>
-        self.calls = 0
         # With stop_at_call, the parser stops at the first call's markup and notes where
         # (an offset in the text fed so far): the engine then writes the call again from
         # that point under a grammar.
@@ -169,7 +168,7 @@ class OutputParser:
             if (self._state, len(self._buffer), self._call is None) == before:
                 break
         if self._call is not None:
-            out += self._finish_call(final=True)
+            out += self._finish_call()
         if self._buffer:
             out += self._text(self._buffer)
             self._buffer = ""
@@ -299,7 +298,7 @@ class OutputParser:
         self._buffer = self._buffer[consumed:]
         out += self._stream_arguments(call)
         if self._object.done:
-            out += self._finish_call(final=False)
+            out += self._finish_call()
         return out
 
     def _stream_arguments(self, call: _Call) -> list[Delta]:
@@ -328,7 +327,7 @@ class OutputParser:
             call.args_sent += take
         return out
 
-    def _finish_call(self, *, final: bool) -> list[Delta]:
+    def _finish_call(self) -> list[Delta]:
         call = self._call
         assert call is not None
         self._call = None
@@ -340,7 +339,6 @@ class OutputParser:
             self._state = "text"
         self._at_start = False
         if call.name_seen:
-            self.calls += 1
             return [ToolCallEnd()]
         return self._whole_call(call.text)
 
@@ -354,7 +352,6 @@ class OutputParser:
             arguments = data.get("arguments", data.get("parameters", {}))
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
-            self.calls += 1
             return [
                 ToolCallStart(call_id=self._new_call_id(), name=data["name"]),
                 ToolCallArgumentsDelta(arguments),

@@ -321,7 +321,10 @@ class LlamaCppEngine(Engine):
                 frequency_penalty=sampling.frequency_penalty,
                 logits_processor=processors,
             ):
-                if turn.cancel.is_set() or llama_cpp.llama_vocab_is_eog(vocab, token):
+                if turn.cancel.is_set():
+                    break
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    budget.produced += 1  # the end-of-turn token was generated too
                     break
                 piece: bytes = llm.detokenize([token], special=True)
                 text = decoder.decode(piece)
