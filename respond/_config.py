@@ -30,8 +30,14 @@ class Settings:
     api_keys: list[str] = field(default_factory=list)  # lines: "key" or "tenant:key"
     data_dir: Path = field(default_factory=default_data_dir)
     store_url: str | None = None  # None: SQLite in data_dir
+    secret_key: str | None = None  # None: a key generated once in data_dir
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none
     log_level: str = "info"
+    # Upstream servers instead of (or, with a config file, beside) the embedded model.
+    config_path: Path | None = None  # respond.toml: a table of models
+    upstreams: list[str] = field(default_factory=list)  # base URLs of one pool
+    upstream_key: str | None = None
+    upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"

@@ -21,6 +21,7 @@ from respond.protocol.errors import APIError, error_body
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
+from respond.responses.sealing import Sealer
 from respond.store.base import Store
 from respond.store.housekeeping import purge_forever
 
@@ -36,6 +37,7 @@ def create_app(
     recorder: ResponseRecorder | None = None,
     store: Store | None = None,
     max_body_mb: int = 32,
+    sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
 ) -> FastAPI:
@@ -44,6 +46,7 @@ def create_app(
         engines,
         recorder=recorder or history,
         history=history,
+        sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
     )

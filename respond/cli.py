@@ -73,7 +73,33 @@ def _parser() -> argparse.ArgumentParser:
         help="how long stored responses and conversations are kept: 3600, 90m, 12h, 30d "
         "(default: 30d)",
     )
+    serve.add_argument(
+        "--secret-key",
+        default=env("RESPOND_SECRET_KEY"),
+        help="key that seals reasoning.encrypted_content (default: generated once, kept "
+        "in the data dir as secret.key)",
+    )
     serve.add_argument("--max-body-mb", type=int, default=32)
+    serve.add_argument(
+        "--config",
+        type=Path,
+        default=env("RESPOND_CONFIG"),
+        help="TOML file with a table of models, embedded or upstream (docs/upstreams.md)",
+    )
+    serve.add_argument(
+        "--upstream",
+        action="append",
+        default=[u for u in (env("RESPOND_UPSTREAM") or "").split(",") if u],
+        help="serve the models of this OpenAI-compatible server (base URL ending in /v1); "
+        "repeat for a pool",
+    )
+    serve.add_argument("--upstream-key", default=env("RESPOND_UPSTREAM_KEY"))
+    serve.add_argument(
+        "--upstream-api",
+        default=env("RESPOND_UPSTREAM_API", "chat"),
+        choices=["chat", "responses"],
+        help="the API the upstream speaks (default: chat, i.e. Chat Completions)",
+    )
     serve.add_argument(
         "-n",
         "--n-predict",
@@ -131,6 +157,11 @@ def _settings(args: argparse.Namespace) -> Settings:
         n_predict=args.n_predict,
         temperature=args.temp,
         log_level=args.log_level,
+        config_path=args.config,
+        upstreams=list(args.upstream),
+        upstream_key=args.upstream_key,
+        upstream_api=args.upstream_api,
+        secret_key=args.secret_key,
     )
 
 
@@ -139,23 +170,11 @@ def serve(settings: Settings) -> None:
 
     from respond.api._common import KeyRing
     from respond.app import create_app
-    from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+    from respond.engines.registry import build_engines
+    from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
-    if settings.model_path is None:
-        try:
-            path = bundled_model_path()
-        except FileNotFoundError as exc:
-            raise SystemExit(f"respond: {exc}") from exc
-        alias = settings.alias or BUNDLED_ALIAS
-    else:
-        path = settings.model_path
-        if not path.is_file():
-            raise SystemExit(f"respond: model file not found: {path}")
-        alias = settings.alias or path.stem
-    engine = LlamaCppEngine(
-        path, alias=alias, n_ctx=settings.n_ctx, n_threads=settings.n_threads, seed=settings.seed
-    )
+    engines = build_engines(settings)
     try:
         store = make_store(
             settings.store_url, settings.data_dir, ttl_seconds=settings.store_ttl_seconds
@@ -163,15 +182,19 @@ def serve(settings: Settings) -> None:
     except ValueError as exc:
         raise SystemExit(f"respond: {exc}") from exc
     app = create_app(
-        {alias: engine},
+        engines,
         keys=KeyRing.from_lines(settings.api_keys),
         store=store,
         max_body_mb=settings.max_body_mb,
+        sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
         temperature=settings.temperature,
     )
     logging.getLogger("respond").info(
-        "serving '%s' on http://%s:%d/v1", alias, settings.host, settings.port
+        "serving %s on http://%s:%d/v1",
+        ", ".join(f"'{name}' ({e.info.backend})" for name, e in engines.items()),
+        settings.host,
+        settings.port,
     )
     uvicorn.run(
         app,
@@ -191,6 +214,8 @@ def main(argv: list[str] | None = None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # httpx logs every upstream request at INFO; the access log already has one line each.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     if args.command == "serve":
         serve(_settings(args))
 

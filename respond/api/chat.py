@@ -45,6 +45,7 @@ def _messages(body: ChatBody, vision: bool) -> list[d.ChatMessage]:
         if role not in ("system", "developer", "user", "assistant", "tool"):
             raise APIError(400, f"Invalid role {role!r}.", param=f"messages[{index}].role")
         content = raw.get("content") or ""
+        images: list[str] = []
         if isinstance(content, list):
             texts = []
             for part_index, part in enumerate(content):
@@ -56,6 +57,8 @@ def _messages(body: ChatBody, vision: bool) -> list[d.ChatMessage]:
                     )
                 if part.get("type") == "text":
                     texts.append(str(part.get("text", "")))
+                if part.get("type") == "image_url":  # passed on to vision upstreams
+                    images.append(str((part.get("image_url") or {}).get("url", "")))
             content = "\n".join(texts)
         calls = tuple(
             d.ToolCall(
@@ -71,6 +74,7 @@ def _messages(body: ChatBody, vision: bool) -> list[d.ChatMessage]:
                 content=str(content),
                 tool_calls=calls,
                 tool_call_id=raw.get("tool_call_id"),
+                images=tuple(images),
             )
         )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -29,7 +30,11 @@ async def list_models(request: Request) -> dict[str, Any]:
                 "object": "model",
                 "created": created,
                 "owned_by": info.owned_by,
-                "meta": {"n_ctx": info.context_window, "backend": info.backend},
+                "meta": {
+                    "n_ctx": info.context_window,
+                    "backend": info.backend,
+                    **({"upstreams": list(info.upstreams)} if info.upstreams else {}),
+                },
             }
         )
         models.append(
@@ -53,4 +58,27 @@ async def health(request: Request) -> JSONResponse:
             return JSONResponse(
                 {"status": "error" if failed else "loading", **body}, status_code=503
             )
-    return JSONResponse({"status": "ok"})
+    return await _upstream_health(service)
+
+
+async def _upstream_health(service: Responses) -> JSONResponse:
+    """Ok while every model has at least one reachable backend; details per upstream."""
+    names = list(service.engines)
+    reports = await asyncio.gather(*(service.engines[name].health() for name in names))
+    details = {name: report for name, report in zip(names, reports, strict=True) if report}
+    if not details:
+        return JSONResponse({"status": "ok"})
+    down = [name for name, report in details.items() if not any(u["ok"] for u in report)]
+    body = {
+        "status": "error" if down else "ok",
+        "models": {name: {"upstreams": report} for name, report in details.items()},
+    }
+    if down:
+        body.update(
+            error_body(
+                f"No reachable upstream for: {', '.join(down)}.",
+                type="server_error",
+                code="upstream_unavailable",
+            )
+        )
+    return JSONResponse(body, status_code=503 if down else 200)

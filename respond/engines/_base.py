@@ -40,6 +40,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolChoice",
+    "UnsupportedSchemaError",
     "Usage",
 ]
 
@@ -110,6 +111,7 @@ class ChatTurn:
     tools: list[FunctionSpec] = field(default_factory=list)
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
+    max_tool_calls: int | None = None
     json_schema: Mapping[str, Any] | None = None  # constrain the text to this schema
     json_object: bool = False  # constrain the text to any JSON object
     sampling: Sampling = field(default_factory=Sampling)
@@ -216,6 +218,15 @@ class ContextOverflowError(Exception):
         )
 
 
+class UnsupportedSchemaError(Exception):
+    """A JSON Schema uses a keyword this engine cannot enforce (at `where`, a dotted path)."""
+
+    def __init__(self, keyword: str, where: str) -> None:
+        super().__init__(f"unsupported JSON Schema keyword '{keyword}' at {where}")
+        self.keyword = keyword
+        self.where = where
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     id: str
@@ -223,6 +234,7 @@ class ModelInfo:
     context_window: int | None
     backend: str
     vision: bool = False
+    upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
 
 
 class Engine(ABC):
@@ -242,9 +254,19 @@ class Engine(ABC):
         """The number of prompt tokens ``turn`` costs (its messages, tools, template)."""
         raise NotImplementedError
 
+    def check_schema(self, schema: Mapping[str, Any]) -> None:
+        """Raise UnsupportedSchemaError if this engine would not enforce all of `schema`
+        (as strict tool arguments or structured output). Default: it enforces nothing
+        itself and passes schemas on (upstreams check their own)."""
+        return None
+
     @property
     def ready(self) -> bool:
         return True
+
+    async def health(self) -> list[dict[str, Any]] | None:
+        """Reachability of the servers behind this engine (one dict each), if it has any."""
+        return None
 
     def load(self) -> None:
         """Blocking start-up work (loading weights); run in a thread while /health says 503."""

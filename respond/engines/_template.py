@@ -12,7 +12,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from respond.engines._base import ChatMessage, FunctionSpec
 
-__all__ = ["ChatTemplate", "TemplateError", "message_dicts", "tool_dicts"]
+__all__ = [
+    "ChatTemplate",
+    "TemplateError",
+    "fallback_tool_messages",
+    "message_dicts",
+    "tool_dicts",
+]
 
 # Used when a GGUF carries no template: ChatML, the most common format.
 CHATML = (
@@ -42,6 +48,11 @@ class ChatTemplate:
     @property
     def supports_tools(self) -> bool:
         return "tools" in self.source
+
+    @property
+    def thinks(self) -> bool:
+        """The template knows <think> blocks (Qwen3, DeepSeek-R1 style reasoning)."""
+        return "<think>" in self.source
 
     def render(
         self,
@@ -106,3 +117,53 @@ def _arguments(arguments: str) -> Any:
         return json.loads(arguments)
     except ValueError:
         return arguments
+
+
+# For templates that know nothing of tools (the bundled SmolLM2's among them): tools are
+# described in the system prompt and calls are written in the Hermes format, which the
+# output parser reads and the tool grammar produces.
+FALLBACK_TOOLS_PROMPT = """You can call functions. The available functions, as JSON Schema:
+{functions}
+
+To call a function, answer with exactly:
+<tool_call>
+{{"name": "<function name>", "arguments": <arguments as a JSON object>}}
+</tool_call>
+Function results come back as <tool_response>...</tool_response>. If no function is
+needed, answer normally."""
+
+
+def fallback_tool_messages(
+    messages: Sequence[ChatMessage], tools: Sequence[FunctionSpec]
+) -> list[ChatMessage]:
+    """Messages for a template without tool support: tools in the system prompt, calls
+    and results as text in the Hermes format the model is asked to use."""
+    out: list[ChatMessage] = []
+    if tools:
+        functions = "\n".join(
+            json.dumps(entry["function"], ensure_ascii=False) for entry in tool_dicts(tools)
+        )
+        prompt = FALLBACK_TOOLS_PROMPT.format(functions=functions)
+        if messages and messages[0].role in ("system", "developer"):
+            first, *messages = messages
+            prompt = f"{first.content}\n\n{prompt}"
+        out.append(ChatMessage(role="system", content=prompt))
+    for message in messages:
+        if message.tool_calls:
+            calls = "\n".join(
+                "<tool_call>\n"
+                + json.dumps(
+                    {"name": call.name, "arguments": _arguments(call.arguments)},
+                    ensure_ascii=False,
+                )
+                + "\n</tool_call>"
+                for call in message.tool_calls
+            )
+            content = f"{message.content}\n{calls}" if message.content else calls
+            out.append(ChatMessage(role="assistant", content=content))
+        elif message.role == "tool":
+            result = f"<tool_response>\n{message.content}\n</tool_response>"
+            out.append(ChatMessage(role="user", content=result))
+        else:
+            out.append(message)
+    return out

@@ -14,7 +14,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,18 @@ from respond.engines._base import (
     ModelInfo,
     TextDelta,
     TokenLogprob,
+    UnsupportedSchemaError,
     Usage,
 )
-from respond.engines._template import ChatTemplate, message_dicts, tool_dicts
+from respond.engines._decoding import plan_decoding, visible_tools
+from respond.engines._grammar import unsupported_keyword
+from respond.engines._parsing import Dialect, OutputParser, detect_dialect
+from respond.engines._template import (
+    ChatTemplate,
+    fallback_tool_messages,
+    message_dicts,
+    tool_dicts,
+)
 
 __all__ = ["LlamaCppEngine", "bundled_model_path"]
 
@@ -132,15 +142,29 @@ class LlamaCppEngine(Engine):
     # ------------------------------------------------------------ prompts
 
     def render(self, turn: ChatTurn) -> str:
-        assert self._template is not None
+        template = self._template
+        assert template is not None
         extra: dict[str, Any] = {}
         if turn.reasoning_effort == "none":
             extra["enable_thinking"] = False
-        return self._template.render(
-            message_dicts(turn.messages),
-            tools=tool_dicts(turn.tools) if turn.tools else None,
-            **extra,
-        )
+        tools = visible_tools(turn)
+        if template.supports_tools:
+            return template.render(
+                message_dicts(turn.messages), tools=tool_dicts(tools) or None, **extra
+            )
+        messages = fallback_tool_messages(turn.messages, tools)
+        return template.render(message_dicts(messages), **extra)
+
+    @property
+    def dialect(self) -> Dialect:
+        """How this model writes tool calls (the Hermes format when its template has none)."""
+        assert self._template is not None
+        return detect_dialect(self._template.source) or "hermes"
+
+    def check_schema(self, schema: Mapping[str, Any]) -> None:
+        found = unsupported_keyword(schema)
+        if found is not None:
+            raise UnsupportedSchemaError(*found)
 
     def tokenize(self, turn: ChatTurn) -> list[int]:
         text = self.render(turn)
@@ -225,58 +249,95 @@ class LlamaCppEngine(Engine):
             release()
 
     def _generate(self, tokens: list[int], turn: ChatTurn, emit: Callable[[Delta], None]) -> None:
-        llm = self._llm
+        template = self._template
+        assert template is not None
+        plan = plan_decoding(turn, self.dialect, template.thinks, self._prompt_text(tokens))
         cached = self._reusable_prefix(tokens)
         room = self.n_ctx - len(tokens)
-        limit = min(turn.max_output_tokens or room, room)
+        budget = _Budget(limit=min(turn.max_output_tokens or room, room))
+        parser = plan.parser(stop_at_call=plan.call_grammar is not None)
+        self._phase(tokens, turn, plan.grammar, parser, budget, emit)
+        if parser.halted_at is not None and plan.call_grammar is not None:
+            # The model chose to call a function: rewind to where its markup began and
+            # write the call(s) under the grammar, so they are valid by construction.
+            prefix = tokens + budget.rewind(self._llm, parser.halted_at)
+            parser = plan.parser(stop_at_call=False, after_rewind=True)
+            self._phase(prefix, turn, plan.call_grammar, parser, budget, emit)
+        for delta in parser.close():
+            emit(delta)
+        log.info(
+            "generation %s after %d tokens (prompt %d, cached %d)",
+            "cancelled" if turn.cancel.is_set() else "cut" if budget.cut else "ended",
+            budget.produced,
+            len(tokens),
+            cached,
+        )
+        emit(
+            Usage(
+                input_tokens=len(tokens),
+                output_tokens=budget.produced,
+                cached_tokens=cached,
+                reasoning_tokens=budget.reasoning,
+            )
+        )
+        emit(Finish("length" if budget.cut else "stop"))
+
+    def _prompt_text(self, tokens: list[int]) -> str:
+        tail: bytes = self._llm.detokenize(tokens[-8:], special=True)
+        return tail.decode("utf-8", errors="replace")
+
+    def _phase(
+        self,
+        tokens: list[int],
+        turn: ChatTurn,
+        grammar: str | None,
+        parser: OutputParser,
+        budget: _Budget,
+        emit: Callable[[Delta], None],
+    ) -> None:
+        """Sample until the end of the turn, the token limit, a cancel, or (when the
+        parser is told to stop at a call) the start of a tool call."""
+        import llama_cpp
+
+        from respond.engines._sampler import grammar_sampling
+
+        llm = self._llm
         sampling = turn.sampling
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
         scores: list[np.ndarray[Any, Any]] = []
         processors = [_capture_into(scores)] if sampling.logprobs else None
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        produced = 0
-        reason: Any = "stop"
-        import llama_cpp
-
         vocab = llama_cpp.llama_model_get_vocab(llm._model.model)
-        for token in llm.generate(
-            tokens,
-            temp=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=0,
-            min_p=0.0,
-            repeat_penalty=1.0,
-            presence_penalty=sampling.presence_penalty,
-            frequency_penalty=sampling.frequency_penalty,
-            logits_processor=processors,
-        ):
-            if turn.cancel.is_set():
-                break
-            produced += 1
-            if llama_cpp.llama_vocab_is_eog(vocab, token):
-                break
-            piece: bytes = llm.detokenize([token])
-            text = decoder.decode(piece)
-            logprobs = _token_logprob(llm, token, piece, scores, sampling.top_logprobs)
-            if text or logprobs:
-                emit(TextDelta(text, logprobs))
-            if produced >= limit:
-                reason = "length"
-                break
-        stopped = "cancelled" if turn.cancel.is_set() else reason
-        log.info(
-            "generation %s after %d tokens (prompt %d, cached %d)",
-            stopped,
-            produced,
-            len(tokens),
-            cached,
-        )
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            emit(TextDelta(tail))
-        emit(Usage(input_tokens=len(tokens), output_tokens=produced, cached_tokens=cached))
-        emit(Finish(reason))
+        with grammar_sampling(llm, grammar):
+            for token in llm.generate(
+                tokens,
+                temp=sampling.temperature,
+                top_p=sampling.top_p,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                presence_penalty=sampling.presence_penalty,
+                frequency_penalty=sampling.frequency_penalty,
+                logits_processor=processors,
+            ):
+                if turn.cancel.is_set() or llama_cpp.llama_vocab_is_eog(vocab, token):
+                    break
+                piece: bytes = llm.detokenize([token], special=True)
+                text = decoder.decode(piece)
+                thinking = parser.in_reasoning
+                deltas = parser.feed(text)
+                budget.took(token, text, reasoning=thinking or parser.in_reasoning)
+                logprobs = _token_logprob(llm, token, piece, scores, sampling.top_logprobs)
+                for delta in _with_logprobs(deltas, logprobs):
+                    emit(delta)
+                if parser.halted_at is not None:
+                    return
+                if budget.exhausted:
+                    budget.cut = True
+                    break
+        for delta in parser.feed(decoder.decode(b"", final=True)):
+            emit(delta)
 
     def _reusable_prefix(self, tokens: list[int]) -> int:
         """How many prompt tokens the KV cache already holds (what generate() will reuse)."""
@@ -291,10 +352,62 @@ class LlamaCppEngine(Engine):
         return min(common, len(tokens) - 1) if common else 0
 
 
+@dataclass
+class _Budget:
+    """Output tokens of one turn, across the free and the constrained phases."""
+
+    limit: int
+    produced: int = 0
+    reasoning: int = 0
+    cut: bool = False
+    kept: list[tuple[int, str]] = field(default_factory=list)  # (token, its text)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.produced >= self.limit
+
+    def took(self, token: int, text: str, *, reasoning: bool) -> None:
+        self.produced += 1
+        self.reasoning += reasoning
+        self.kept.append((token, text))
+
+    def rewind(self, llm: Any, offset: int) -> list[int]:
+        """Keep what was generated before text `offset`; return those tokens."""
+        tokens: list[int] = []
+        end = 0
+        for token, text in self.kept:
+            if end + len(text) > offset:
+                break
+            tokens.append(token)
+            end += len(text)
+        rest = "".join(text for _, text in self.kept)[end:offset]
+        if rest:
+            tokens += llm.tokenize(rest.encode("utf-8"), add_bos=False, special=False)
+        self.kept = []
+        self.produced = len(tokens)
+        return tokens
+
+
+def _with_logprobs(deltas: list[Delta], logprobs: tuple[TokenLogprob, ...]) -> list[Delta]:
+    """Attach a token's logprobs to the text it produced (markup tokens carry none)."""
+    if not logprobs:
+        return deltas
+    for index, delta in enumerate(deltas):
+        if isinstance(delta, TextDelta):
+            out = list(deltas)
+            out[index] = TextDelta(delta.text, logprobs)
+            return out
+    return deltas
+
+
 def _capture_into(
     scores: list[np.ndarray[Any, Any]],
 ) -> Callable[[Any, np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
     def capture(_input_ids: Any, logits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        if scores and len(logits) < len(scores[0]):
+            # Grammar resampling passes a few candidates through the chain again: the
+            # full distribution of this step was captured just before.
+            return logits
         scores.clear()
         scores.append(np.array(logits, dtype=np.float32, copy=True))
         return logits

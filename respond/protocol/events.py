@@ -17,6 +17,8 @@ from respond.protocol.resource import ResponseResource
 __all__ = [
     "ContentPartAdded",
     "ContentPartDone",
+    "CustomToolCallInputDelta",
+    "CustomToolCallInputDone",
     "ErrorEvent",
     "Event",
     "FunctionCallArgumentsDelta",
@@ -150,6 +152,22 @@ class FunctionCallArgumentsDone(_Event):
     arguments: str
 
 
+class CustomToolCallInputDelta(_Event):
+    """OpenAI's event for a custom tool call's input (not an Open Responses event)."""
+
+    type: Literal["response.custom_tool_call_input.delta"] = "response.custom_tool_call_input.delta"
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class CustomToolCallInputDone(_Event):
+    type: Literal["response.custom_tool_call_input.done"] = "response.custom_tool_call_input.done"
+    item_id: str
+    output_index: int
+    input: str
+
+
 class ErrorEvent(_Event):
     """A stream-level error not tied to a response (e.g. a bad WebSocket frame)."""
 
@@ -174,6 +192,8 @@ Event = Annotated[
     | ReasoningDone
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
+    | CustomToolCallInputDelta
+    | CustomToolCallInputDone
     | ErrorEvent,
     Field(discriminator="type"),
 ]

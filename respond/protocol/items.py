@@ -9,6 +9,7 @@ from pydantic import Field
 from respond.protocol._base import Wire, omit_none
 
 __all__ = [
+    "CustomToolCallItem",
     "FunctionCallItem",
     "FunctionCallOutputItem",
     "LogProb",
@@ -73,6 +74,21 @@ class FunctionCallItem(Wire):
     status: ItemStatus = "in_progress"
 
 
+class CustomToolCallItem(Wire):
+    """A call to a `custom` tool: free-form `input` instead of JSON arguments.
+
+    OpenAI's Responses shape; the Open Responses item schema has no such item (see
+    docs/tools.md).
+    """
+
+    type: Literal["custom_tool_call"] = "custom_tool_call"
+    id: str
+    call_id: str
+    name: str
+    input: str = ""
+    status: ItemStatus = "in_progress"
+
+
 class FunctionCallOutputItem(Wire):
     type: Literal["function_call_output"] = "function_call_output"
     id: str
@@ -91,6 +107,6 @@ class ReasoningItem(Wire):
 
 
 OutputItem = Annotated[
-    MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem,
+    MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | CustomToolCallItem,
     Field(discriminator="type"),
 ]

@@ -10,6 +10,8 @@ from respond.protocol._base import WireIn
 
 __all__ = [
     "AllowedToolsChoice",
+    "CustomToolCallInput",
+    "CustomToolCallOutputInput",
     "CompactionInput",
     "CreateResponseBody",
     "FunctionCallInput",
@@ -98,6 +100,23 @@ class FunctionCallOutputInput(WireIn):
     status: str | None = None
 
 
+class CustomToolCallInput(WireIn):
+    type: Literal["custom_tool_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    name: str
+    input: str
+    status: str | None = None
+
+
+class CustomToolCallOutputInput(WireIn):
+    type: Literal["custom_tool_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    output: str | list[ContentPart]
+    status: str | None = None
+
+
 class ReasoningInput(WireIn):
     type: Literal["reasoning"]
     id: str | None = None
@@ -130,6 +149,8 @@ InputItem = Annotated[
     Annotated[InputMessage, Tag("message")]
     | Annotated[FunctionCallInput, Tag("function_call")]
     | Annotated[FunctionCallOutputInput, Tag("function_call_output")]
+    | Annotated[CustomToolCallInput, Tag("custom_tool_call")]
+    | Annotated[CustomToolCallOutputInput, Tag("custom_tool_call_output")]
     | Annotated[ReasoningInput, Tag("reasoning")]
     | Annotated[ItemReference, Tag("item_reference")]
     | Annotated[CompactionInput, Tag("compaction")],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,8 @@ from respond._ids import new_id
 from respond.engines._base import ChatMessage, ToolCall
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
+    CustomToolCallInput,
+    CustomToolCallOutputInput,
     FunctionCallInput,
     FunctionCallOutputInput,
     InputFile,
@@ -26,6 +29,8 @@ _ID_PREFIX = {
     "message": "msg",
     "function_call": "fc",
     "function_call_output": "fco",
+    "custom_tool_call": "ctc",
+    "custom_tool_call_output": "ctco",
     "reasoning": "rs",
 }
 
@@ -63,14 +68,14 @@ def items_to_messages(
     for index, item in enumerate(items):
         where = f"{param}[{index}]"
         if isinstance(item, InputMessage):
-            text = _message_text(item, vision=vision, where=where)
+            text, images = _message_content(item, vision=vision, where=where)
             if item.role == "assistant":
                 messages.append(ChatMessage(role="assistant", content=text, reasoning=reasoning))
                 reasoning = None
             else:
-                messages.append(ChatMessage(role=item.role, content=text))
-        elif isinstance(item, FunctionCallInput):
-            call = ToolCall(call_id=item.call_id, name=item.name, arguments=item.arguments)
+                messages.append(ChatMessage(role=item.role, content=text, images=images))
+        elif isinstance(item, FunctionCallInput | CustomToolCallInput):
+            call = _tool_call(item)
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and reasoning is None:
                 messages[-1] = ChatMessage(
@@ -84,9 +89,9 @@ def items_to_messages(
                     ChatMessage(role="assistant", tool_calls=(call,), reasoning=reasoning)
                 )
                 reasoning = None
-        elif isinstance(item, FunctionCallOutputInput):
+        elif isinstance(item, FunctionCallOutputInput | CustomToolCallOutputInput):
             output = item.output
-            text = output if isinstance(output, str) else _parts_text(output, vision, where)
+            text = output if isinstance(output, str) else _parts_text(output, vision, where)[0]
             messages.append(ChatMessage(role="tool", content=text, tool_call_id=item.call_id))
         elif isinstance(item, ReasoningInput):
             parts = item.content or item.summary
@@ -101,14 +106,26 @@ def items_to_messages(
     return messages
 
 
-def _message_text(item: InputMessage, *, vision: bool, where: str) -> str:
+def _tool_call(item: FunctionCallInput | CustomToolCallInput) -> ToolCall:
+    if isinstance(item, FunctionCallInput):
+        return ToolCall(call_id=item.call_id, name=item.name, arguments=item.arguments)
+    # The model saw a custom tool as a function taking one string, `input`.
+    arguments = json.dumps({"input": item.input}, ensure_ascii=False)
+    return ToolCall(call_id=item.call_id, name=item.name, arguments=arguments)
+
+
+def _message_content(
+    item: InputMessage, *, vision: bool, where: str
+) -> tuple[str, tuple[str, ...]]:
     if isinstance(item.content, str):
-        return item.content
+        return item.content, ()
     return _parts_text(item.content, vision, f"{where}.content")
 
 
-def _parts_text(parts: Sequence[Any], vision: bool, where: str) -> str:
+def _parts_text(parts: Sequence[Any], vision: bool, where: str) -> tuple[str, tuple[str, ...]]:
+    """The parts' text joined, and the URLs of their images (for vision models)."""
     texts: list[str] = []
+    images: list[str] = []
     for index, part in enumerate(parts):
         if isinstance(part, InputImage) and not vision:
             raise APIError(
@@ -118,6 +135,16 @@ def _parts_text(parts: Sequence[Any], vision: bool, where: str) -> str:
                 param=f"{where}[{index}]",
                 code="unsupported_content",
             )
+        if isinstance(part, InputImage):
+            if not part.image_url:
+                raise APIError(
+                    400,
+                    "input_image needs an image_url (a data: or http(s) URL); file_id is not "
+                    "supported.",
+                    param=f"{where}[{index}].image_url",
+                    code="unsupported_content",
+                )
+            images.append(part.image_url)
         if isinstance(part, InputFile):
             raise APIError(
                 400,
@@ -129,4 +156,4 @@ def _parts_text(parts: Sequence[Any], vision: bool, where: str) -> str:
             texts.append(part.refusal)
         elif hasattr(part, "text"):
             texts.append(part.text)
-    return "\n".join(texts)
+    return "\n".join(texts), tuple(images)

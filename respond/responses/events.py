@@ -8,13 +8,16 @@ events to send, in order. Every event is applied to a ResponseFold as it is emit
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from respond._ids import new_id
 from respond.engines import _base as d
 from respond.protocol import events as ev
 from respond.protocol.items import (
+    CustomToolCallItem,
     FunctionCallItem,
     LogProb,
     MessageItem,
@@ -46,7 +49,19 @@ class _Open:
 
 
 class EventBuilder:
-    def __init__(self, response: ResponseResource) -> None:
+    def __init__(
+        self,
+        response: ResponseResource,
+        *,
+        seal_reasoning: Callable[[str], str] | None = None,
+        custom_tools: frozenset[str] = frozenset(),
+    ) -> None:
+        # Calls to these names are custom tool calls (free-form input), not function calls.
+        self._custom_tools = custom_tools
+        self._custom_arguments = ""
+        # Set when the client asked for reasoning.encrypted_content: each reasoning item
+        # is done with its text sealed into encrypted_content.
+        self._seal_reasoning = seal_reasoning
         self._fold = ResponseFold(response.model_copy(deep=True))
         self._next_seq = 0
         self._open: _Open | None = None
@@ -85,6 +100,16 @@ class EventBuilder:
             return self._text(delta)
         if isinstance(delta, d.ReasoningDelta):
             return self._reasoning(delta.text)
+        if isinstance(delta, d.ToolCallStart) and delta.name in self._custom_tools:
+            self._custom_arguments = ""
+            out = self._close_open()
+            out += self._open_item(
+                "custom_tool_call",
+                lambda item_id: CustomToolCallItem(
+                    id=item_id, call_id=delta.call_id, name=delta.name
+                ),
+            )
+            return out
         if isinstance(delta, d.ToolCallStart):
             out = self._close_open()
             out += self._open_item(
@@ -96,6 +121,11 @@ class EventBuilder:
             return out
         if isinstance(delta, d.ToolCallArgumentsDelta):
             open_ = self._open
+            if open_ is not None and open_.kind == "custom_tool_call":
+                # The engine writes {"input": "..."}; the item's input is that string,
+                # known once the JSON closes (at ToolCallEnd).
+                self._custom_arguments += delta.arguments
+                return []
             assert open_ is not None and open_.kind == "function_call", "arguments outside a call"
             return [
                 self._emit(
@@ -105,7 +135,7 @@ class EventBuilder:
                 )
             ]
         if isinstance(delta, d.ToolCallEnd):
-            return self._close_open()
+            return self._custom_input() + self._close_open()
         if isinstance(delta, d.Usage):
             self._usage = delta
             return []
@@ -175,8 +205,29 @@ class EventBuilder:
         )
         return out
 
+    def _custom_input(self) -> list[ev.Event]:
+        open_ = self._open
+        if open_ is None or open_.kind != "custom_tool_call":
+            return []
+        try:
+            value = json.loads(self._custom_arguments).get("input", "")
+        except (ValueError, AttributeError):
+            value = ""  # cut short by the token limit: no complete input
+        return [
+            self._emit(
+                ev.CustomToolCallInputDelta(
+                    item_id=open_.item_id, output_index=open_.index, delta=str(value)
+                )
+            )
+        ]
+
     def _open_item(self, kind: str, make: object) -> list[ev.Event]:
-        prefix = {"message": "msg", "reasoning": "rs", "function_call": "fc"}[kind]
+        prefix = {
+            "message": "msg",
+            "reasoning": "rs",
+            "function_call": "fc",
+            "custom_tool_call": "ctc",
+        }[kind]
         item_id = new_id(prefix)
         item = make(item_id)  # type: ignore[operator]
         index = len(self.response.output)
@@ -223,6 +274,8 @@ class EventBuilder:
             )
         elif isinstance(item, ReasoningItem):
             reasoning = item.content[0]
+            if self._seal_reasoning is not None:
+                item.encrypted_content = self._seal_reasoning(reasoning.text)
             out.append(
                 self._emit(
                     ev.ReasoningDone(
@@ -234,6 +287,14 @@ class EventBuilder:
                 self._emit(
                     ev.ContentPartDone(
                         item_id=item_id, output_index=index, content_index=0, part=reasoning
+                    )
+                )
+            )
+        elif isinstance(item, CustomToolCallItem):
+            out.append(
+                self._emit(
+                    ev.CustomToolCallInputDone(
+                        item_id=item_id, output_index=index, input=item.input
                     )
                 )
             )

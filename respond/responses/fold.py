@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from respond.protocol import events as ev
 from respond.protocol.items import (
+    CustomToolCallItem,
     FunctionCallItem,
     LogProb,
     MessageItem,
@@ -73,6 +74,13 @@ class ResponseFold:
                 reasoning.text += event.delta
             else:
                 reasoning.text = event.text
+        elif isinstance(event, ev.CustomToolCallInputDelta | ev.CustomToolCallInputDone):
+            custom = response.output[event.output_index]
+            assert isinstance(custom, CustomToolCallItem)
+            if isinstance(event, ev.CustomToolCallInputDelta):
+                custom.input += event.delta
+            else:
+                custom.input = event.input
         elif isinstance(event, ev.FunctionCallArgumentsDelta | ev.FunctionCallArgumentsDone):
             call = response.output[event.output_index]
             assert isinstance(call, FunctionCallItem)

@@ -47,13 +47,14 @@ async def follow(
             last = event["sequence_number"]
             if event["type"] in TERMINAL_EVENTS:
                 return
-        if not pending and not await _running(store, tenant, response_id):
-            return
-        await waiter.wait_events(response_id, POLL_SECONDS)
-        more = await store.events_after(tenant, response_id, last)
-        if more is None:  # deleted meanwhile
-            return
-        pending = more
+        # Status first, events second: a run that ends in between still has its last
+        # events (the terminal one included) read below.
+        running = await _running(store, tenant, response_id)
+        pending = await store.events_after(tenant, response_id, last) or []
+        if not pending:
+            if not running:  # ended (or deleted) with nothing more to send
+                return
+            await waiter.wait_events(response_id, POLL_SECONDS)
 
 
 async def _running(store: Store, tenant: str | None, response_id: str) -> bool:

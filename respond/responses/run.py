@@ -23,9 +23,7 @@ from respond.engines._base import (
     ContextOverflowError,
     Engine,
     EngineError,
-    FunctionSpec,
     Sampling,
-    ToolChoice,
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
@@ -33,13 +31,20 @@ from respond.protocol.requests import (
     CreateResponseBody,
     InputItem,
     TextFormat,
-    TextFormatJsonObject,
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
+from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
+from respond.responses.tools import (
+    check_call_ids,
+    custom_tool_names,
+    function_specs,
+    text_constraint,
+    tool_choice,
+)
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
 
@@ -88,6 +93,7 @@ class Responses:
         *,
         recorder: ResponseRecorder | None = None,
         history: History | None = None,
+        sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
@@ -97,6 +103,7 @@ class Responses:
         self.engines = dict(engines)
         self.recorder = recorder
         self.history = history or History(None)
+        self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
         # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
         # never set one, and a small local model may otherwise ramble to the context's end.
@@ -136,6 +143,7 @@ class Responses:
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
+        turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
@@ -159,6 +167,8 @@ class Responses:
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
         context = await self.history.context(body, tenant, remembered=remembered)
+        context.new = open_reasoning(context.new, self.sealer)
+        check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
         messages = items_to_messages(context.items, vision=vision)
@@ -176,15 +186,17 @@ class Responses:
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
     ) -> ChatTurn:
-        fmt = body.text.format
+        specs = function_specs(body, engine)
+        json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
             messages=messages,
-            tools=_function_specs(body.tools),
-            tool_choice=_tool_choice(body.tool_choice),
+            tools=specs,
+            tool_choice=tool_choice(body, specs),
             parallel_tool_calls=body.parallel_tool_calls,
-            json_schema=fmt.schema_ if isinstance(fmt, TextFormatJsonSchema) else None,
-            json_object=isinstance(fmt, TextFormatJsonObject),
+            max_tool_calls=body.max_tool_calls,
+            json_schema=json_schema,
+            json_object=json_object,
             sampling=Sampling(
                 temperature=self._temperature(body),
                 top_p=1.0 if body.top_p is None else body.top_p,
@@ -262,7 +274,10 @@ class Responses:
 
     async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
-        builder = EventBuilder(run.resource)
+        seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
+        builder = EventBuilder(
+            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+        )
         try:
             for event in builder.start():
                 yield event
@@ -306,36 +321,20 @@ class Responses:
             log.exception("could not store response %s", run.resource.id)
 
 
-def _function_specs(tools: list[dict[str, Any]]) -> list[FunctionSpec]:
-    specs = []
-    for tool in tools:
-        if tool.get("type") != "function":
-            log.info(
-                "tool type %r is not run by respond; the model does not see it", tool.get("type")
-            )
-            continue
-        strict = tool.get("strict")
-        specs.append(
-            FunctionSpec(
-                name=tool["name"],
-                description=tool.get("description"),
-                parameters=tool.get("parameters") or {"type": "object", "properties": {}},
-                strict=True if strict is None else bool(strict),
-            )
-        )
-    return specs
-
-
-def _tool_choice(choice: Any) -> ToolChoice:
-    if isinstance(choice, str):
-        return ToolChoice(mode=choice)  # type: ignore[arg-type]
-    data = choice if isinstance(choice, dict) else choice.model_dump()
-    if data.get("type") == "function":
-        return ToolChoice(mode="required", allowed=(data["name"],))
-    if data.get("type") == "allowed_tools":
-        names = tuple(t["name"] for t in data.get("tools", []) if t.get("type") == "function")
-        return ToolChoice(mode=data.get("mode", "auto"), allowed=names)
-    return ToolChoice()
+def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
+    """What upstream engines use to name the output format and keep a chain on one server."""
+    hints: dict[str, Any] = {"response_id": response_id}
+    if body.previous_response_id:
+        hints["previous_response_id"] = body.previous_response_id
+    if body.conversation is not None:
+        conversation = body.conversation
+        hints["conversation"] = conversation if isinstance(conversation, str) else conversation.id
+    fmt = body.text.format
+    if isinstance(fmt, TextFormatJsonSchema):
+        hints["text_format_name"] = fmt.name
+        hints["text_format_strict"] = fmt.strict
+        hints["text_format_description"] = fmt.description
+    return hints
 
 
 def _echo_format(fmt: TextFormat) -> dict[str, Any]:

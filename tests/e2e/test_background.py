@@ -131,3 +131,17 @@ def test_background_needs_store(server: Server) -> None:
         json={"input": "x", "background": True, "store": False},
     )
     assert reply.status_code == 400 and reply.json()["error"]["param"] == "store"
+
+
+def test_sdk_stream_helper_resumes_by_response_id(client: openai.OpenAI) -> None:
+    made = client.responses.create(
+        model=MODEL, input="Say hi.", max_output_tokens=64, temperature=0, background=True
+    )
+    with client.responses.stream(response_id=made.id, starting_after=3) as stream:
+        events = list(stream)
+        assert events[0].sequence_number == 4
+        if events[-1].type == "response.completed":
+            final = stream.get_final_response()
+            assert final.id == made.id and final.output_text
+    texts = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert client.responses.retrieve(made.id).output_text.endswith(texts)

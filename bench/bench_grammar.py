@@ -1,0 +1,145 @@
+"""The cost of constrained decoding: tokens/s with a JSON-Schema grammar vs without.
+
+Same model, same prompts, same run, rounds alternating so drift hits every arm:
+
+- free:     respond's engine, no grammar (text output)
+- schema:   respond's engine with text.format json_schema (grammar-first sampling: the
+            sampled token is checked against the grammar, the whole vocabulary only when
+            it is rejected)
+- stock:    the same grammar through llama-cpp-python's own sampler chain (the grammar
+            applied to every vocabulary entry at every step), for reference
+
+Decode tokens/s is counted from the first to the last generated token.
+
+    .venv/bin/python bench/bench_grammar.py [--rounds 3] [--tokens 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from llama_cpp.llama_grammar import LlamaGrammar
+
+from respond.engines._base import ChatMessage, ChatTurn, Sampling, TextDelta, Usage
+from respond.engines._grammar import output_grammar
+from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
+
+PROMPTS = [
+    "List eight fruits with a short description of each, as JSON.",
+    "Give eight facts about the ocean, as JSON.",
+    "Name eight cities and what they are known for, as JSON.",
+]
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 24},
+                    "note": {"type": "string", "maxLength": 60},
+                },
+                "required": ["name", "note"],
+                "additionalProperties": False,
+            },
+            "minItems": 8,
+            "maxItems": 8,
+        }
+    },
+    "required": ["items"],
+    "additionalProperties": False,
+}
+
+
+def turn(prompt: str, tokens: int, schema: dict[str, Any] | None) -> ChatTurn:
+    return ChatTurn(
+        model="bench",
+        messages=[ChatMessage(role="user", content=prompt)],
+        json_schema=schema,
+        sampling=Sampling(temperature=0.0),
+        max_output_tokens=tokens,
+    )
+
+
+async def respond_arm(engine: LlamaCppEngine, chat: ChatTurn) -> tuple[float, int]:
+    """(decode seconds, tokens) through respond's engine."""
+    first = last = 0.0
+    produced = 0
+    async for delta in engine.stream(chat):
+        now = time.perf_counter()
+        if isinstance(delta, TextDelta):
+            first = first or now
+            last = now
+        elif isinstance(delta, Usage):
+            produced = delta.output_tokens
+    return last - first, produced
+
+
+def stock_arm(engine: LlamaCppEngine, chat: ChatTurn, grammar: str) -> tuple[float, int]:
+    """(decode seconds, tokens) with the grammar inside llama-cpp-python's sampler chain."""
+    llm = engine._llm
+    tokens = engine.tokenize(chat)
+    first = last = 0.0
+    count = 0
+    for token in llm.generate(
+        tokens,
+        temp=0.0,
+        top_k=0,
+        min_p=0.0,
+        repeat_penalty=1.0,
+        grammar=LlamaGrammar.from_string(grammar),
+    ):
+        now = time.perf_counter()
+        first = first or now
+        last = now
+        count += 1
+        if token == llm.token_eos() or count >= (chat.max_output_tokens or 0):
+            break
+    return last - first, count
+
+
+def rate(seconds: float, tokens: int) -> float:
+    return (tokens - 1) / seconds if seconds > 0 and tokens > 1 else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    engine = LlamaCppEngine(bundled_model_path(), alias="bench", n_threads=args.threads)
+    engine.load()
+    grammar = output_grammar(json_output=True, schema=SCHEMA)
+    rates: dict[str, list[float]] = {"free": [], "schema": [], "stock": []}
+    counts: dict[str, list[int]] = {"free": [], "schema": [], "stock": []}
+    for _ in range(args.rounds):
+        for prompt in PROMPTS:
+            for arm in rates:
+                schema = None if arm == "free" else SCHEMA
+                chat = turn(prompt, args.tokens, schema)
+                if arm == "stock":
+                    seconds, produced = stock_arm(engine, chat, grammar)
+                else:
+                    seconds, produced = asyncio.run(respond_arm(engine, chat))
+                rates[arm].append(rate(seconds, produced))
+                counts[arm].append(produced)
+    free = statistics.median(rates["free"])
+    print(f"{'arm':<8} {'median tok/s':>13} {'tokens/run':>11} {'vs free':>8}")
+    for arm, values in rates.items():
+        median = statistics.median(values)
+        tokens = statistics.median(counts[arm])
+        print(f"{arm:<8} {median:>13.1f} {tokens:>11.0f} {median / free:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

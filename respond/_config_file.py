@@ -1,0 +1,203 @@
+"""`respond serve --config respond.toml`: the table of models, validated on start.
+
+Each `[models.NAME]` table is either an embedded GGUF (`gguf = "bundled"` or a path) or
+an upstream pool (`upstream = "http://host:8000/v1"` or a list of base URLs). Every
+mistake is reported with the key it concerns, e.g. `models.qwen.timeouts.idle`.
+See docs/upstreams.md for the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from respond.engines._upstream import Timeouts
+
+__all__ = ["ConfigError", "EmbeddedModel", "ModelEntry", "UpstreamModel", "load_config"]
+
+
+class ConfigError(ValueError):
+    """The config file is wrong; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    alias: str
+    gguf: Path | None  # None: the bundled model
+    ctx_size: int = 4096
+    threads: int | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamModel:
+    alias: str
+    urls: tuple[str, ...]
+    api: Literal["chat", "responses"] = "chat"
+    model: str | None = None  # the name upstream; None: the alias
+    api_key: str | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_reasoning: bool = True
+    vision: bool = True
+
+    @property
+    def upstream_model(self) -> str:
+        return self.model or self.alias
+
+
+ModelEntry = EmbeddedModel | UpstreamModel
+
+_EMBEDDED_KEYS = {"gguf", "ctx_size", "threads", "seed"}
+_UPSTREAM_KEYS = {
+    "upstream",
+    "api",
+    "model",
+    "api_key",
+    "api_key_env",
+    "timeouts",
+    "max_tokens_param",
+    "send_reasoning",
+    "vision",
+}
+_TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
+
+
+def load_config(path: Path) -> list[ModelEntry]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return _Reader(str(path)).models(data)
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {key}: {message}")
+
+    def models(self, data: Mapping[str, Any]) -> list[ModelEntry]:
+        unknown = set(data) - {"models"}
+        if unknown:
+            raise self.fail(sorted(unknown)[0], "unknown key (expected only [models.NAME] tables)")
+        models = data.get("models")
+        if not isinstance(models, dict) or not models:
+            raise self.fail("models", "define at least one [models.NAME] table")
+        return [self.model(f"models.{name}", name, table) for name, table in models.items()]
+
+    def model(self, key: str, alias: str, table: Any) -> ModelEntry:
+        if not isinstance(table, dict):
+            raise self.fail(key, "must be a table")
+        if ("gguf" in table) == ("upstream" in table):
+            raise self.fail(key, 'set exactly one of "gguf" (embedded) or "upstream" (a pool)')
+        if "gguf" in table:
+            return self.embedded(key, alias, table)
+        return self.upstream(key, alias, table)
+
+    def embedded(self, key: str, alias: str, table: dict[str, Any]) -> EmbeddedModel:
+        self.known(key, table, _EMBEDDED_KEYS)
+        gguf = self.string(f"{key}.gguf", table["gguf"])
+        path = None if gguf == "bundled" else Path(gguf).expanduser()
+        if path is not None and not path.is_file():
+            raise self.fail(f"{key}.gguf", f"file not found: {path}")
+        return EmbeddedModel(
+            alias=alias,
+            gguf=path,
+            ctx_size=self.integer(f"{key}.ctx_size", table.get("ctx_size", 4096), minimum=256),
+            threads=self.optional_int(f"{key}.threads", table.get("threads")),
+            seed=self.optional_int(f"{key}.seed", table.get("seed"), minimum=None),
+        )
+
+    def upstream(self, key: str, alias: str, table: dict[str, Any]) -> UpstreamModel:
+        self.known(key, table, _UPSTREAM_KEYS)
+        urls = table["upstream"]
+        if isinstance(urls, str):
+            urls = [urls]
+        if not isinstance(urls, list) or not urls:
+            raise self.fail(f"{key}.upstream", "must be a base URL or a non-empty list of them")
+        for index, url in enumerate(urls):
+            where = f"{key}.upstream[{index}]" if len(urls) > 1 else f"{key}.upstream"
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise self.fail(where, f"must be an http(s) base URL like http://host/v1: {url!r}")
+        api = table.get("api", "chat")
+        if api not in ("chat", "responses"):
+            raise self.fail(f"{key}.api", f'must be "chat" or "responses", got {api!r}')
+        param = table.get("max_tokens_param", "max_tokens")
+        if param not in ("max_tokens", "max_completion_tokens"):
+            raise self.fail(
+                f"{key}.max_tokens_param",
+                f'must be "max_tokens" or "max_completion_tokens", got {param!r}',
+            )
+        return UpstreamModel(
+            alias=alias,
+            urls=tuple(u.rstrip("/") for u in urls),
+            api=cast(Literal["chat", "responses"], api),
+            model=self.optional_str(f"{key}.model", table.get("model")),
+            api_key=self.api_key(key, table),
+            timeouts=self.timeouts(f"{key}.timeouts", table.get("timeouts", {})),
+            max_tokens_param=cast(Literal["max_tokens", "max_completion_tokens"], param),
+            send_reasoning=self.boolean(f"{key}.send_reasoning", table.get("send_reasoning", True)),
+            vision=self.boolean(f"{key}.vision", table.get("vision", True)),
+        )
+
+    def api_key(self, key: str, table: dict[str, Any]) -> str | None:
+        if "api_key" in table and "api_key_env" in table:
+            raise self.fail(key, 'set "api_key" or "api_key_env", not both')
+        if "api_key_env" in table:
+            name = self.string(f"{key}.api_key_env", table["api_key_env"])
+            value = os.environ.get(name)
+            if not value:
+                raise self.fail(f"{key}.api_key_env", f"the environment variable {name} is not set")
+            return value
+        return self.optional_str(f"{key}.api_key", table.get("api_key"))
+
+    def timeouts(self, key: str, table: Any) -> Timeouts:
+        if not isinstance(table, dict):
+            raise self.fail(key, "must be a table like { connect = 5, first_byte = 120 }")
+        self.known(key, table, _TIMEOUT_KEYS)
+        values = {}
+        for name in _TIMEOUT_KEYS & set(table):
+            value = table[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise self.fail(f"{key}.{name}", f"must be a positive number of seconds: {value!r}")
+            values[name] = float(value)
+        return Timeouts(**values)
+
+    # ------------------------------------------------------------ scalars
+
+    def known(self, key: str, table: dict[str, Any], allowed: set[str]) -> None:
+        for name in table:
+            if name not in allowed:
+                choices = ", ".join(sorted(allowed))
+                raise self.fail(f"{key}.{name}", f"unknown key (known: {choices})")
+
+    def string(self, key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"must be a non-empty string, got {value!r}")
+        return value
+
+    def optional_str(self, key: str, value: Any) -> str | None:
+        return None if value is None else self.string(key, value)
+
+    def boolean(self, key: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, f"must be true or false, got {value!r}")
+        return value
+
+    def integer(self, key: str, value: Any, *, minimum: int | None = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.fail(key, f"must be at least {minimum}, got {value}")
+        return value
+
+    def optional_int(self, key: str, value: Any, *, minimum: int | None = 1) -> int | None:
+        return None if value is None else self.integer(key, value, minimum=minimum)

@@ -1,0 +1,412 @@
+"""Turn a model's raw text stream into typed deltas: text, reasoning, tool calls.
+
+Pure and I/O-free: `OutputParser.feed(chunk)` takes whatever the tokenizer produced
+(markup may be split anywhere across chunks) and returns the deltas that are certain so
+far; `close()` flushes the rest at the end of generation. Text that might be the start of
+markup is held back until it is known not to be, so `<think>`, `<tool_call>`,
+`[TOOL_CALLS]`, ... never reach the client as text, not even for one chunk.
+
+Dialects (how a model family writes tool calls):
+
+- ``hermes``  (Hermes, Qwen 2.5/3, and respond's fallback prompt)::
+
+      <tool_call>
+      {"name": "get_weather", "arguments": {"city": "Paris"}}
+      </tool_call>
+
+- ``mistral``: ``[TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]``
+- ``llama3``: the whole turn is ``{"name": "f", "parameters": {...}}`` (optionally after
+  ``<|python_tag|>``).
+
+Arguments stream as they are generated (once `"name"` and the start of `"arguments"` are
+seen); a call written in another key order is emitted whole when its object closes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from respond.engines._base import (
+    Delta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+
+__all__ = ["Dialect", "JsonScanner", "OutputParser", "detect_dialect"]
+
+Dialect = Literal["hermes", "mistral", "llama3"]
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+HERMES_OPEN, HERMES_CLOSE = "<tool_call>", "</tool_call>"
+MISTRAL_OPEN = "[TOOL_CALLS]"
+PYTHON_TAG = "<|python_tag|>"
+
+# `{"name": "x", "arguments": ` at the start of a call object: from here on the
+# arguments can be streamed as they come.
+_HEADER = re.compile(
+    r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+)
+
+
+def detect_dialect(template_source: str) -> Dialect | None:
+    """The tool-call format a chat template teaches its model, if it has one."""
+    if HERMES_OPEN in template_source:
+        return "hermes"
+    if MISTRAL_OPEN in template_source:
+        return "mistral"
+    if "<|python_tag|>" in template_source or '"parameters": dictionary' in template_source:
+        return "llama3"
+    return None
+
+
+class JsonScanner:
+    """Finds where one JSON value ends, character by character, without parsing it."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.started = False
+        self.done = False
+
+    def push(self, char: str) -> None:
+        """Consume one character of the value (call only while not done)."""
+        if self.in_string:
+            if self.escaped:
+                self.escaped = False
+            elif char == "\\":
+                self.escaped = True
+            elif char == '"':
+                self.in_string = False
+                self.done = self.depth == 0
+            return
+        if char.isspace() and not self.started:
+            return
+        self.started = True
+        if char == '"':
+            self.in_string = True
+        elif char in "{[":
+            self.depth += 1
+        elif char in "}]":
+            self.depth -= 1
+            self.done = self.depth == 0
+
+    def ends_scalar(self, char: str) -> bool:
+        """A bare scalar (number, true, ...) at depth 0 ends before a delimiter."""
+        return self.started and self.depth == 0 and not self.in_string and char in ",}] \n\t"
+
+
+@dataclass
+class _Call:
+    """One call object being read: `{"name": ..., "arguments": ...}`."""
+
+    text: str = ""  # the object's text so far
+    name_seen: bool = False  # ToolCallStart emitted
+    args_from: int = -1  # offset of the arguments value in text (when streaming)
+    args_sent: int = 0  # characters of the arguments value already emitted
+
+
+class OutputParser:
+    """Raw model text in, deltas out. One instance per generated turn."""
+
+    def __init__(
+        self,
+        dialect: Dialect | None,
+        *,
+        thinking: bool = False,
+        in_reasoning: bool = False,
+        new_call_id: Callable[[], str],
+        stop_at_call: bool = False,
+    ) -> None:
+        self.dialect = dialect
+        self.thinking = thinking or in_reasoning
+        self.in_reasoning = in_reasoning
+        self._new_call_id = new_call_id
+        self._buffer = ""
+        self._state: Literal["text", "call_open", "call", "call_close", "list_next"] = "text"
+        self._call: _Call | None = None
+        self._object = JsonScanner()
+        self._args = JsonScanner()
+        self._at_start = True  # nothing but whitespace emitted as text yet
+        self._strip_text = False  # drop whitespace right after </think>
+        self.calls = 0
+        # With stop_at_call, the parser stops at the first call's markup and notes where
+        # (an offset in the text fed so far): the engine then writes the call again from
+        # that point under a grammar.
+        self.stop_at_call = stop_at_call
+        self.fed = 0
+        self.halted_at: int | None = None
+
+    # ------------------------------------------------------------ public
+
+    def feed(self, chunk: str) -> list[Delta]:
+        if self.halted_at is not None:
+            return []
+        self.fed += len(chunk)
+        self._buffer += chunk
+        out: list[Delta] = []
+        while True:
+            before = (self._state, len(self._buffer), self.in_reasoning)
+            out += self._step(final=False)
+            if (self._state, len(self._buffer), self.in_reasoning) == before:
+                return out
+
+    def close(self) -> list[Delta]:
+        """End of generation: flush what was held back; finish or salvage an open call."""
+        out: list[Delta] = []
+        if self.halted_at is not None:
+            return []
+        while self._buffer or self._call is not None:
+            before = (self._state, len(self._buffer), self._call is None)
+            out += self._step(final=True)
+            if (self._state, len(self._buffer), self._call is None) == before:
+                break
+        if self._call is not None:
+            out += self._finish_call(final=True)
+        if self._buffer:
+            out += self._text(self._buffer)
+            self._buffer = ""
+        return out
+
+    # ------------------------------------------------------------ states
+
+    def _step(self, *, final: bool) -> list[Delta]:
+        if self.in_reasoning:
+            return self._reasoning_step(final)
+        if self._state == "text":
+            return self._text_step(final)
+        if self._state == "call_open":
+            return self._call_open_step(final)
+        if self._state == "call":
+            return self._call_step(final)
+        if self._state == "call_close":
+            return self._call_close_step(final)
+        return self._list_next_step(final)
+
+    def _reasoning_step(self, final: bool) -> list[Delta]:
+        buffer = self._buffer
+        end = buffer.find(THINK_CLOSE)
+        if end >= 0:
+            self._buffer = buffer[end + len(THINK_CLOSE) :]
+            self.in_reasoning = False
+            self._strip_text = True
+            return [ReasoningDelta(buffer[:end])] if end else []
+        keep = 0 if final else _partial_suffix(buffer, (THINK_CLOSE,))
+        ready = buffer[: len(buffer) - keep]
+        self._buffer = buffer[len(ready) :]
+        return [ReasoningDelta(ready)] if ready else []
+
+    def _markers(self) -> tuple[str, ...]:
+        markers: list[str] = [THINK_OPEN] if self.thinking else []
+        if self.dialect == "hermes":
+            markers.append(HERMES_OPEN)
+        elif self.dialect == "mistral":
+            markers.append(MISTRAL_OPEN)
+        elif self.dialect == "llama3":
+            markers.append(PYTHON_TAG)
+        return tuple(markers)
+
+    def _text_step(self, final: bool) -> list[Delta]:
+        buffer = self._buffer
+        if self._strip_text:
+            buffer = buffer.lstrip()
+            self._buffer = buffer
+            if not buffer:
+                return []
+            self._strip_text = False
+        if self.dialect == "llama3" and self._at_start and buffer.lstrip().startswith("{"):
+            # Llama 3 writes a call as the whole turn: a JSON object from the first character.
+            if self._halt(self.fed - len(buffer.lstrip())):
+                return []
+            self._buffer = buffer.lstrip()
+            self._state = "call"
+            return []
+        if self.dialect == "llama3" and self._at_start and not buffer.strip() and not final:
+            return []  # wait: leading whitespace may precede a JSON call
+        markers = self._markers()
+        found = [(buffer.find(m), m) for m in markers if m in buffer]
+        if found:
+            at, marker = min(found)
+            out = self._text(buffer[:at])
+            if marker != THINK_OPEN and self._halt(self.fed - len(buffer) + at):
+                return out
+            self._buffer = buffer[at + len(marker) :]
+            if marker == THINK_OPEN:
+                self.in_reasoning = True
+            else:
+                self._state = "call" if marker == PYTHON_TAG else "call_open"
+            return out
+        keep = 0 if final else _partial_suffix(buffer, markers)
+        ready = buffer[: len(buffer) - keep]
+        self._buffer = buffer[len(ready) :]
+        return self._text(ready)
+
+    def _halt(self, offset: int) -> bool:
+        if self.stop_at_call:
+            self.halted_at = offset
+            self._buffer = ""
+        return self.stop_at_call
+
+    def _call_open_step(self, final: bool) -> list[Delta]:
+        """Right after the opening marker: a call object, or (Mistral) a list of them."""
+        stripped = self._buffer.lstrip()
+        if not stripped:
+            self._buffer = ""
+            return []
+        if self.dialect == "mistral" and stripped[0] == "[":
+            self._buffer = stripped[1:]
+            self._state = "list_next"
+            return []
+        self._buffer = stripped
+        self._state = "call"
+        return []
+
+    def _list_next_step(self, final: bool) -> list[Delta]:
+        stripped = self._buffer.lstrip().lstrip(",").lstrip()
+        if not stripped:
+            self._buffer = ""
+            return []
+        if stripped[0] == "]":
+            self._buffer = stripped[1:]
+            self._state = "text"
+            return []
+        self._buffer = stripped
+        self._state = "call"
+        return []
+
+    def _call_step(self, final: bool) -> list[Delta]:
+        if self._call is None and not self._buffer.lstrip().startswith("{"):
+            return self._not_json(final)
+        if self._call is None:
+            self._call = _Call()
+            self._object = JsonScanner()
+        call = self._call
+        out: list[Delta] = []
+        consumed = 0
+        for char in self._buffer:
+            if self._object.done:
+                break
+            self._object.push(char)
+            call.text += char
+            consumed += 1
+        self._buffer = self._buffer[consumed:]
+        out += self._stream_arguments(call)
+        if self._object.done:
+            out += self._finish_call(final=False)
+        return out
+
+    def _stream_arguments(self, call: _Call) -> list[Delta]:
+        out: list[Delta] = []
+        if not call.name_seen:
+            match = _HEADER.match(call.text)
+            # Wait for the value's first character, so the whitespace before it is not sent.
+            if match is None or match.end() == len(call.text):
+                return out
+            name = json.loads(f'"{match.group(1)}"')
+            call.name_seen = True
+            call.args_from = match.end()
+            self._args = JsonScanner()
+            out.append(ToolCallStart(call_id=self._new_call_id(), name=name))
+        # Emit the arguments value as far as it has been written, and no further.
+        pending = call.text[call.args_from + call.args_sent :]
+        take = 0
+        for char in pending:
+            if self._args.done or self._args.ends_scalar(char):
+                self._args.done = True
+                break
+            self._args.push(char)
+            take += 1
+        if take:
+            out.append(ToolCallArgumentsDelta(pending[:take]))
+            call.args_sent += take
+        return out
+
+    def _finish_call(self, *, final: bool) -> list[Delta]:
+        call = self._call
+        assert call is not None
+        self._call = None
+        if self.dialect == "hermes":
+            self._state = "call_close"
+        elif self.dialect == "mistral":
+            self._state = "list_next"
+        else:
+            self._state = "text"
+        self._at_start = False
+        if call.name_seen:
+            self.calls += 1
+            return [ToolCallEnd()]
+        return self._whole_call(call.text)
+
+    def _whole_call(self, text: str) -> list[Delta]:
+        """A call not written name-first: parse it whole, or give it back as text."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            arguments = data.get("arguments", data.get("parameters", {}))
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            self.calls += 1
+            return [
+                ToolCallStart(call_id=self._new_call_id(), name=data["name"]),
+                ToolCallArgumentsDelta(arguments),
+                ToolCallEnd(),
+            ]
+        # Not a call after all (a Llama 3 turn that is plain JSON, or broken markup):
+        # the content is the model's text; the markup around it is not.
+        if self.dialect != "hermes":
+            self._state = "text"
+        return self._text(text)
+
+    def _not_json(self, final: bool) -> list[Delta]:
+        """Markup opened but no JSON object follows: keep the words, drop the markup."""
+        if self.dialect != "hermes":
+            self._state = "text"
+            return []
+        end = self._buffer.find(HERMES_CLOSE)
+        if end < 0 and not final:
+            return []
+        body = self._buffer if end < 0 else self._buffer[:end]
+        self._buffer = "" if end < 0 else self._buffer[end + len(HERMES_CLOSE) :]
+        self._state = "text"
+        return self._text(body.strip())
+
+    def _call_close_step(self, final: bool) -> list[Delta]:
+        stripped = self._buffer.lstrip()
+        if stripped.startswith(HERMES_CLOSE):
+            self._buffer = stripped[len(HERMES_CLOSE) :]
+            self._state = "text"
+            self._strip_text = True
+            return []
+        if not final and HERMES_CLOSE.startswith(stripped):
+            self._buffer = stripped
+            return []  # maybe the close marker, still arriving
+        self._buffer = stripped
+        self._state = "text"
+        return []
+
+    def _text(self, text: str) -> list[Delta]:
+        if not text:
+            return []
+        if text.strip():
+            self._at_start = False
+        return [TextDelta(text)]
+
+
+def _partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
+    """The length of the longest end of `buffer` that could begin one of `markers`."""
+    best = 0
+    for marker in markers:
+        for size in range(min(len(marker) - 1, len(buffer)), best, -1):
+            if marker.startswith(buffer[-size:]):
+                best = size
+                break
+    return best

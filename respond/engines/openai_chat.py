@@ -1,0 +1,520 @@
+"""An engine in front of a Chat Completions server (vLLM, SGLang, llama-server, Ollama, ...).
+
+It only translates: a ChatTurn becomes one streaming POST /chat/completions (usage always
+requested), and the chunks that come back become Deltas. Items, events, state and
+errors-as-events stay with the Run and the EventBuilder, exactly as for the embedded engine.
+
+What the upstream may not enforce is enforced here: only the allowed tools are sent, calls
+to tools the model was not offered (or any call under tool_choice "none") are dropped, and
+with parallel_tool_calls false only the first call is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from respond._ids import new_id
+from respond.engines._base import (
+    ChatMessage,
+    ChatTurn,
+    Delta,
+    Engine,
+    EngineError,
+    Finish,
+    ModelInfo,
+    ReasoningDelta,
+    TextDelta,
+    TokenLogprob,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from respond.engines._upstream import UpstreamHTTPError, UpstreamPool, upstream_error
+
+__all__ = ["ChatCompletionsEngine", "ChatOptions", "ChatTranslator", "chat_request"]
+
+log = logging.getLogger("respond.upstream")
+
+SchemaStyle = Literal["json_schema", "json_object_schema"]
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """How to speak to one Chat Completions upstream.
+
+    max_tokens_param: the field that carries max_output_tokens. "max_tokens" is read by
+    every open server (vLLM, SGLang, llama-server, Ollama, llama-cpp-python);
+    OpenAI's reasoning models need "max_completion_tokens".
+    send_reasoning: carry earlier reasoning as `reasoning_content` on assistant messages.
+    """
+
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_reasoning: bool = True
+
+
+# ---------------------------------------------------------------- request
+
+
+def chat_request(
+    turn: ChatTurn,
+    *,
+    model: str,
+    options: ChatOptions = ChatOptions(),
+    schema_style: SchemaStyle = "json_schema",
+) -> dict[str, Any]:
+    """The Chat Completions body for a turn (always streaming, usage included)."""
+    sampling = turn.sampling
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_message(m, options) for m in turn.messages],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+    }
+    if sampling.presence_penalty:
+        body["presence_penalty"] = sampling.presence_penalty
+    if sampling.frequency_penalty:
+        body["frequency_penalty"] = sampling.frequency_penalty
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = sampling.top_logprobs
+    if turn.max_output_tokens is not None:
+        body[options.max_tokens_param] = turn.max_output_tokens
+    if turn.reasoning_effort is not None:
+        body["reasoning_effort"] = turn.reasoning_effort
+    body.update(_tools(turn))
+    fmt = _response_format(turn, schema_style)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
+def _message(message: ChatMessage, options: ChatOptions) -> dict[str, Any]:
+    # Most open models' templates know "system" but not "developer"; they mean the same.
+    role = "system" if message.role == "developer" else message.role
+    entry: dict[str, Any] = {"role": role}
+    if message.images:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in message.images]
+        entry["content"] = parts
+    elif message.tool_calls and not message.content:
+        entry["content"] = None
+    else:
+        entry["content"] = message.content
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        entry["tool_call_id"] = message.tool_call_id
+    if message.reasoning and options.send_reasoning and role == "assistant":
+        entry["reasoning_content"] = message.reasoning
+    return entry
+
+
+def offered_tools(turn: ChatTurn) -> set[str]:
+    """The tool names the model is shown: all, or those allowed by tool_choice."""
+    allowed = turn.tool_choice.allowed
+    return {t.name for t in turn.tools if allowed is None or t.name in allowed}
+
+
+def _tools(turn: ChatTurn) -> dict[str, Any]:
+    if not turn.tools:
+        return {}
+    names = offered_tools(turn)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description or "",
+                "parameters": dict(tool.parameters),
+                # Responses defaults strict to true, Chat Completions to false: say it.
+                "strict": tool.strict,
+            },
+        }
+        for tool in turn.tools
+        if tool.name in names
+    ]
+    if not tools:
+        return {}
+    choice = turn.tool_choice
+    tool_choice: Any = choice.mode
+    if choice.mode == "required" and len(names) == 1:
+        tool_choice = {"type": "function", "function": {"name": next(iter(names))}}
+    return {
+        "tools": tools,
+        "tool_choice": tool_choice,
+        "parallel_tool_calls": turn.parallel_tool_calls,
+    }
+
+
+def _response_format(turn: ChatTurn, style: SchemaStyle) -> dict[str, Any] | None:
+    if turn.json_schema is not None:
+        schema = dict(turn.json_schema)
+        if style == "json_object_schema":
+            # llama-cpp-python's server: json_object constrained by a schema.
+            return {"type": "json_object", "schema": schema}
+        spec: dict[str, Any] = {
+            "name": str(turn.hints.get("text_format_name") or "output"),
+            "schema": schema,
+        }
+        if turn.hints.get("text_format_description"):
+            spec["description"] = str(turn.hints["text_format_description"])
+        if turn.hints.get("text_format_strict") is not None:
+            spec["strict"] = bool(turn.hints["text_format_strict"])
+        return {"type": "json_schema", "json_schema": spec}
+    if turn.json_object:
+        return {"type": "json_object"}
+    return None
+
+
+# ---------------------------------------------------------------- response
+
+
+@dataclass
+class _Call:
+    index: int
+    call_id: str = ""
+    name: str = ""
+    fragments: list[str] = field(default_factory=list)
+    dropped: bool = False
+
+
+class _ThinkSplit:
+    """Split `<think>...</think>` spans out of streamed content, tags cut anywhere."""
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self.thinking = False
+        self._held = ""
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        """(is_reasoning, text) pieces; a possible tag prefix at the end is held back."""
+        text = self._held + text
+        self._held = ""
+        out: list[tuple[bool, str]] = []
+        while text:
+            tag = self.CLOSE if self.thinking else self.OPEN
+            at = text.find(tag)
+            if at >= 0:
+                if at:
+                    out.append((self.thinking, text[:at]))
+                self.thinking = not self.thinking
+                text = text[at + len(tag) :]
+                continue
+            keep = _partial_suffix(text, tag)
+            if keep:
+                self._held = text[-keep:]
+                text = text[:-keep]
+            if text:
+                out.append((self.thinking, text))
+            break
+        return out
+
+    def flush(self) -> list[tuple[bool, str]]:
+        held, self._held = self._held, ""
+        return [(self.thinking, held)] if held else []
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:size]):
+            return size
+    return 0
+
+
+class ChatTranslator:
+    """Chat Completions chunks -> Deltas, keeping items well-formed.
+
+    Tool calls may arrive interleaved by index. The first call streams live; the others
+    are buffered whole and emitted after it, each as start, fragments, end. Text or
+    reasoning that arrives once a call is open is emitted after the calls.
+    """
+
+    def __init__(self, turn: ChatTurn) -> None:
+        self._offered = offered_tools(turn)
+        self._no_calls = turn.tool_choice.mode == "none"
+        self._single = not turn.parallel_tool_calls
+        self._calls: dict[int, _Call] = {}
+        self._live: _Call | None = None
+        self._kept = 0
+        self._trailing: list[Delta] = []
+        self._think = _ThinkSplit()
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+
+    def feed(self, chunk: Mapping[str, Any]) -> list[Delta]:
+        out: list[Delta] = []
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = _usage(usage)
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or choice.get("message") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                out += self._after_calls(ReasoningDelta(reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                out += self._content(content, choice.get("logprobs"))
+            for call in delta.get("tool_calls") or ():
+                out += self._tool_call(call)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return out
+
+    def end(self) -> list[Delta]:
+        """What remains once the upstream has finished: calls, trailing text, usage, finish."""
+        out: list[Delta] = []
+        for reasoning, text in self._think.flush():
+            out += self._after_calls(ReasoningDelta(text) if reasoning else TextDelta(text))
+        if self._live is not None:
+            out.append(ToolCallEnd())
+        for call in sorted(self._calls.values(), key=lambda c: c.index):
+            if call is self._live or call.dropped or not self._keep(call):
+                continue
+            out.append(ToolCallStart(call_id=call.call_id or new_id("call"), name=call.name))
+            out += [ToolCallArgumentsDelta(fragment) for fragment in call.fragments]
+            out.append(ToolCallEnd())
+        out += self._trailing
+        if self.usage is not None:
+            out.append(self.usage)
+        out.append(Finish("length" if self.finish_reason == "length" else "stop"))
+        return out
+
+    def _content(self, content: str, logprobs: Any) -> list[Delta]:
+        out: list[Delta] = []
+        pieces = self._think.feed(content)
+        tokens = _logprobs(logprobs)
+        for reasoning, text in pieces:
+            if reasoning:
+                out += self._after_calls(ReasoningDelta(text))
+            else:
+                out += self._after_calls(TextDelta(text, tokens))
+                tokens = ()
+        return out
+
+    def _after_calls(self, delta: Delta) -> list[Delta]:
+        if self._calls:
+            self._trailing.append(delta)
+            return []
+        return [delta]
+
+    def _tool_call(self, data: Mapping[str, Any]) -> list[Delta]:
+        index = int(data.get("index", len(self._calls)))
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _Call(index)
+        if data.get("id"):
+            call.call_id = str(data["id"])
+        function = data.get("function") or {}
+        if function.get("name"):
+            call.name += str(function["name"])
+        fragment = function.get("arguments")
+        if isinstance(fragment, dict):  # some servers send parsed arguments
+            fragment = json.dumps(fragment)
+        if fragment:
+            call.fragments.append(str(fragment))
+        if call is self._live:
+            return [ToolCallArgumentsDelta(str(fragment))] if fragment else []
+        if self._live is None and len(self._calls) == 1 and call.name and self._keep(call):
+            self._live = call
+            return [
+                ToolCallStart(call_id=call.call_id or new_id("call"), name=call.name),
+                *(ToolCallArgumentsDelta(f) for f in call.fragments),
+            ]
+        return []
+
+    def _keep(self, call: _Call) -> bool:
+        """Decide once per call whether local tool_choice rules let it through."""
+        if call.dropped:
+            return False
+        reason = None
+        if self._no_calls:
+            reason = 'tool_choice is "none"'
+        elif call.name not in self._offered:
+            reason = "the model was not offered this tool"
+        elif self._single and self._kept >= 1:
+            reason = "parallel_tool_calls is false"
+        if reason is not None:
+            log.info("dropped a call to %r from the upstream: %s", call.name, reason)
+            call.dropped = True
+            return False
+        self._kept += 1
+        return True
+
+
+def _usage(data: Mapping[str, Any]) -> Usage:
+    prompt = data.get("prompt_tokens_details") or {}
+    completion = data.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        cached_tokens=int(prompt.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion.get("reasoning_tokens") or 0),
+    )
+
+
+def _logprobs(data: Any) -> tuple[TokenLogprob, ...]:
+    if not isinstance(data, dict):
+        return ()
+    out = []
+    for entry in data.get("content") or ():
+        token = str(entry.get("token", ""))
+        out.append(
+            TokenLogprob(
+                token=token,
+                logprob=float(entry.get("logprob", 0.0)),
+                bytes=tuple(entry.get("bytes") or token.encode()),
+                top=tuple(
+                    (
+                        str(alt.get("token", "")),
+                        float(alt.get("logprob", 0.0)),
+                        tuple(alt.get("bytes") or str(alt.get("token", "")).encode()),
+                    )
+                    for alt in entry.get("top_logprobs") or ()
+                ),
+            )
+        )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- the engine
+
+
+class ChatCompletionsEngine(Engine):
+    def __init__(
+        self,
+        pool: UpstreamPool,
+        *,
+        alias: str,
+        upstream_model: str,
+        options: ChatOptions = ChatOptions(),
+        vision: bool = True,
+    ) -> None:
+        self.pool = pool
+        self.upstream_model = upstream_model
+        self.options = options
+        self.info = ModelInfo(
+            id=alias,
+            owned_by="upstream",
+            # No tokenizer here: the upstream itself reports a prompt that is too long.
+            context_window=None,
+            backend="chat-completions",
+            vision=vision,
+            upstreams=tuple(m.base_url for m in pool.members),
+        )
+        # Learned from the upstream's first refusal of response_format json_schema.
+        self._schema_style: SchemaStyle = "json_schema"
+
+    async def health(self) -> list[dict[str, Any]]:
+        return await self.pool.health()
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+    async def count_tokens(self, turn: ChatTurn) -> int:
+        """Counted by the upstream, which has the tokenizer: a one-token completion's usage."""
+        body = chat_request(
+            turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
+        )
+        body.update({"stream": False, self.options.max_tokens_param: 1})
+        del body["stream_options"]
+        async with self.pool.stream(
+            "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
+        ) as upstream:
+            data = await upstream.read_json()
+        usage = data.get("usage") or {}
+        if not isinstance(usage, dict) or "prompt_tokens" not in usage:
+            raise EngineError(
+                "The upstream reports no usage, so its input tokens cannot be counted.",
+                code="unsupported",
+                status=501,
+            )
+        return int(usage["prompt_tokens"])
+
+    async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
+        translator = ChatTranslator(turn)
+        try:
+            async for delta in self._attempt(turn, translator):
+                yield delta
+        except UpstreamHTTPError as exc:
+            if not self._schema_refused(turn, exc):
+                raise
+            log.info("upstream refused response_format json_schema; using json_object+schema")
+            self._schema_style = "json_object_schema"
+            async for delta in self._attempt(turn, ChatTranslator(turn)):
+                yield delta
+
+    def _schema_refused(self, turn: ChatTurn, exc: UpstreamHTTPError) -> bool:
+        return (
+            turn.json_schema is not None
+            and self._schema_style == "json_schema"
+            and exc.upstream_status in (400, 422, 500)
+            and "json_schema" in exc.message
+        )
+
+    async def _attempt(
+        self, turn: ChatTurn, translator: ChatTranslator
+    ) -> AsyncGenerator[Delta, None]:
+        body = chat_request(
+            turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
+        )
+        async with self.pool.stream(
+            "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
+        ) as upstream:
+            async for chunk in upstream.json():
+                if isinstance(chunk.get("error"), dict | str):
+                    raise upstream_error(f"The upstream reported an error: {_message_of(chunk)}")
+                for delta in translator.feed(chunk):
+                    yield delta
+            if turn.cancel.is_set():
+                return
+            if translator.finish_reason is None and not upstream.finished:
+                raise upstream_error(
+                    f"The upstream {upstream.member.base_url} closed the stream before finishing."
+                )
+        for delta in translator.end():
+            yield delta
+
+
+def affinity_keys(turn: ChatTurn) -> list[str]:
+    """Keys whose earlier turns this one should follow to the same upstream.
+
+    A response is remembered under its own id, so the next turn in a
+    previous_response_id chain finds the upstream that holds its prefix in cache.
+    """
+    keys = []
+    for hint, prefix in (
+        ("prompt_cache_key", "pck:"),
+        ("conversation", "conv:"),
+        ("previous_response_id", "resp:"),
+        ("response_id", "resp:"),
+    ):
+        value = turn.hints.get(hint)
+        if value:
+            keys.append(prefix + str(value))
+    return keys
+
+
+def _message_of(chunk: Mapping[str, Any]) -> str:
+    error = chunk.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error)

@@ -1,0 +1,164 @@
+"""Build the engines `respond serve` serves: embedded GGUF, `--upstream`, or `--config`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+import httpx
+
+from respond._config import Settings
+from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, load_config
+from respond.engines._base import Engine
+from respond.engines._upstream import Timeouts, UpstreamPool
+from respond.engines.openai_chat import ChatCompletionsEngine, ChatOptions
+from respond.engines.openai_responses import ResponsesEngine
+
+__all__ = ["build_engines", "discover_models", "upstream_engine"]
+
+log = logging.getLogger("respond")
+
+DISCOVERY_WAIT_S = 30.0  # an upstream started alongside respond may need a moment
+
+
+def build_engines(settings: Settings) -> dict[str, Engine]:
+    """The engines by public model name. Raises SystemExit with a readable message."""
+    if settings.upstreams and (settings.config_path or settings.model_path):
+        raise SystemExit(
+            "respond: --upstream serves the upstream's models; it does not combine with "
+            "-m or --config (a config file can list both kinds of model)."
+        )
+    if settings.config_path is not None:
+        from respond._config_file import ConfigError
+
+        try:
+            entries = load_config(settings.config_path)
+        except ConfigError as exc:
+            raise SystemExit(f"respond: {exc}") from exc
+        return _from_entries(entries)
+    if settings.upstreams:
+        return _from_flags(settings)
+    return _from_entries([EmbeddedModel(alias="", gguf=settings.model_path)], settings)
+
+
+def _from_entries(
+    entries: Sequence[ModelEntry], settings: Settings | None = None
+) -> dict[str, Engine]:
+    engines: dict[str, Engine] = {}
+    pools: dict[tuple[object, ...], UpstreamPool] = {}
+    for entry in entries:
+        if isinstance(entry, EmbeddedModel):
+            engine = _embedded(entry, settings)
+        else:
+            # Models served by the same servers share one pool: one in-flight count each.
+            key = (entry.urls, entry.api_key, entry.timeouts)
+            pool = pools.get(key)
+            if pool is None:
+                pool = pools[key] = UpstreamPool(
+                    entry.urls, api_key=entry.api_key, timeouts=entry.timeouts
+                )
+            engine = upstream_engine(entry, pool)
+        engines[engine.info.id] = engine
+    return engines
+
+
+def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
+    from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+
+    if entry.gguf is None:
+        try:
+            path = bundled_model_path()
+        except FileNotFoundError as exc:
+            raise SystemExit(f"respond: {exc}") from exc
+        default_alias = BUNDLED_ALIAS
+    else:
+        path = entry.gguf
+        if not path.is_file():
+            raise SystemExit(f"respond: model file not found: {path}")
+        default_alias = path.stem
+    if settings is None:  # from a config file: the table name is the alias
+        return LlamaCppEngine(
+            path, alias=entry.alias, n_ctx=entry.ctx_size, n_threads=entry.threads, seed=entry.seed
+        )
+    return LlamaCppEngine(
+        path,
+        alias=settings.alias or default_alias,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        seed=settings.seed,
+    )
+
+
+def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
+    if entry.api == "responses":
+        return ResponsesEngine(
+            pool,
+            alias=entry.alias,
+            upstream_model=entry.upstream_model,
+            vision=entry.vision,
+        )
+    return ChatCompletionsEngine(
+        pool,
+        alias=entry.alias,
+        upstream_model=entry.upstream_model,
+        options=ChatOptions(
+            max_tokens_param=entry.max_tokens_param, send_reasoning=entry.send_reasoning
+        ),
+        vision=entry.vision,
+    )
+
+
+def _from_flags(settings: Settings) -> dict[str, Engine]:
+    urls = tuple(url.rstrip("/") for url in settings.upstreams)
+    names = discover_models(urls, settings.upstream_key)
+    if settings.alias and len(names) != 1:
+        raise SystemExit(
+            f"respond: --alias names one model, but the upstream serves {len(names)} "
+            f"({', '.join(names)}); use --config to name each."
+        )
+    api: Literal["chat", "responses"] = (
+        "responses" if settings.upstream_api == "responses" else "chat"
+    )
+    entries: list[ModelEntry] = [
+        UpstreamModel(
+            alias=settings.alias or name,
+            urls=urls,
+            api=api,
+            model=name,
+            api_key=settings.upstream_key,
+            timeouts=Timeouts(),
+        )
+        for name in names
+    ]
+    return _from_entries(entries)
+
+
+def discover_models(
+    urls: Sequence[str], api_key: str | None, *, wait: float = DISCOVERY_WAIT_S
+) -> list[str]:
+    """Model ids from the first upstream that answers GET /models (retrying for `wait` s)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    deadline = time.monotonic() + wait
+    errors: list[str] = []
+    while True:
+        errors.clear()
+        for url in urls:
+            try:
+                reply = httpx.get(f"{url}/models", headers=headers, timeout=5)
+                reply.raise_for_status()
+                names = [str(m["id"]) for m in reply.json().get("data", []) if m.get("id")]
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                errors.append(f"{url}: {exc}")
+                continue
+            if names:
+                log.info("upstream %s serves: %s", url, ", ".join(names))
+                return names
+            errors.append(f"{url}: GET /models listed no models")
+        if time.monotonic() >= deadline:
+            raise SystemExit(
+                "respond: could not discover the upstream's models (GET /models): "
+                + "; ".join(errors)
+            )
+        time.sleep(0.5)

@@ -1,0 +1,92 @@
+"""Reasoning sealed for the client to carry: `include: ["reasoning.encrypted_content"]`.
+
+Stateless clients (`store: false`, as Codex runs) cannot point at stored reasoning, so
+the reasoning travels with them as an opaque blob: AES-256-GCM (authenticated: a changed
+or foreign blob fails to open) under a server key. The key comes from `--secret-key` /
+RESPOND_SECRET_KEY, or is generated once and kept in the data directory, so blobs stay
+valid across restarts and across replicas that share the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from respond.protocol.errors import APIError
+from respond.protocol.requests import InputItem, ReasoningInput, ReasoningTextIn
+
+__all__ = ["ENCRYPTED_INCLUDE", "Sealer", "load_key", "open_reasoning"]
+
+ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
+_CONTEXT = b"respond reasoning v1"  # bound into every blob: not valid for anything else
+_NONCE = 12
+
+
+class Sealer:
+    def __init__(self, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError("the sealing key must be 32 bytes")
+        self._aead = AESGCM(key)
+
+    @classmethod
+    def ephemeral(cls) -> Sealer:
+        """A key that lives as long as this process (apps built without a configured key)."""
+        return cls(AESGCM.generate_key(bit_length=256))
+
+    def seal(self, text: str) -> str:
+        nonce = os.urandom(_NONCE)
+        sealed = self._aead.encrypt(nonce, text.encode("utf-8"), _CONTEXT)
+        return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def unseal(self, blob: str) -> str:
+        """The sealed text; ValueError when the blob was changed or sealed by another key."""
+        try:
+            raw = base64.urlsafe_b64decode(blob.encode("ascii"))
+            plain = self._aead.decrypt(raw[:_NONCE], raw[_NONCE:], _CONTEXT)
+        except (InvalidTag, binascii.Error, UnicodeEncodeError, ValueError) as exc:
+            raise ValueError("the encrypted content cannot be opened") from exc
+        return plain.decode("utf-8")
+
+
+def load_key(secret: str | None, data_dir: Path) -> bytes:
+    """The sealing key: derived from `secret` if given, else kept in data_dir/secret.key."""
+    if secret:
+        return hashlib.sha256(secret.encode("utf-8")).digest()
+    path = data_dir / "secret.key"
+    if path.exists():
+        return bytes.fromhex(path.read_text().strip())
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = AESGCM.generate_key(bit_length=256)
+    # Create it readable by the owner only, without a window where it is not.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key.hex())
+    return key
+
+
+def open_reasoning(items: Sequence[InputItem], sealer: Sealer) -> list[InputItem]:
+    """Input items with sealed reasoning opened into its content (400 if it won't open)."""
+    out: list[InputItem] = []
+    for index, item in enumerate(items):
+        if isinstance(item, ReasoningInput) and item.encrypted_content:
+            try:
+                text = sealer.unseal(item.encrypted_content)
+            except ValueError as exc:
+                raise APIError(
+                    400,
+                    "The encrypted content of this reasoning item could not be verified: it "
+                    "was changed, or sealed by another server.",
+                    param=f"input[{index}].encrypted_content",
+                    code="invalid_encrypted_content",
+                ) from exc
+            part = ReasoningTextIn(type="reasoning_text", text=text)
+            item = item.model_copy(update={"content": [part]})
+        out.append(item)
+    return out

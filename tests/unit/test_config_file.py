@@ -1,0 +1,87 @@
+"""respond.toml: what a valid file builds, and errors that name the key at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from respond._config_file import ConfigError, EmbeddedModel, UpstreamModel, load_config
+from respond.engines._upstream import Timeouts
+
+EXAMPLE = """
+[models.qwen]
+upstream = ["http://gpu-a:8000/v1/", "http://gpu-b:8000/v1"]
+api = "chat"
+model = "Qwen/Qwen3-8B"
+api_key_env = "TEST_RESPOND_KEY"
+max_tokens_param = "max_completion_tokens"
+timeouts = { connect = 2, first_byte = 30, idle = 10 }
+
+[models.local]
+gguf = "bundled"
+ctx_size = 2048
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "respond.toml"
+    path.write_text(text)
+    return path
+
+
+def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_RESPOND_KEY", "sk-test")
+    qwen, local = load_config(write(tmp_path, EXAMPLE))
+    assert qwen == UpstreamModel(
+        alias="qwen",
+        urls=("http://gpu-a:8000/v1", "http://gpu-b:8000/v1"),
+        api="chat",
+        model="Qwen/Qwen3-8B",
+        api_key="sk-test",
+        timeouts=Timeouts(connect=2, first_byte=30, idle=10),
+        max_tokens_param="max_completion_tokens",
+    )
+    assert qwen.upstream_model == "Qwen/Qwen3-8B"
+    assert local == EmbeddedModel(alias="local", gguf=None, ctx_size=2048)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[models.a]\nupstream = 'http://x/v1'\napi = 'grpc'\n", "models.a.api:"),
+        ("[models.a]\nupstream = 'ftp://x'\n", "models.a.upstream:"),
+        ("[models.a]\nupstream = ['http://x/v1', 3]\n", "models.a.upstream[1]:"),
+        ("[models.a]\nupstream = 'http://x/v1'\ntimeout = 3\n", "models.a.timeout:"),
+        (
+            "[models.a]\nupstream = 'http://x/v1'\ntimeouts = { idle = -1 }\n",
+            "models.a.timeouts.idle:",
+        ),
+        ("[models.a]\ngguf = '/nope.gguf'\n", "models.a.gguf:"),
+        ("[models.a]\ngguf = 'bundled'\nupstream = 'http://x/v1'\n", "models.a:"),
+        ("[models.a]\nupstream = 'http://x/v1'\napi_key_env = 'UNSET_RESPOND_X'\n", "api_key_env"),
+        ("[server]\nport = 1\n", "server:"),
+        ("", "models:"),
+        ("[models.a\n", "not valid TOML"),
+    ],
+)
+def test_errors_name_the_key(tmp_path: Path, text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert key in str(caught.value)
+    assert str(tmp_path / "respond.toml") in str(caught.value)
+
+
+def test_serve_refuses_a_bad_file_naming_the_key(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = write(tmp_path, "[models.a]\nupstream = 'http://x/v1'\ntimeouts = { idle = 'soon' }\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "respond", "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "models.a.timeouts.idle: must be a positive number of seconds" in done.stderr

@@ -1,0 +1,357 @@
+"""The Chat Completions and Responses translations, both ways, as pure functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from respond.engines._base import (
+    ChatMessage,
+    ChatTurn,
+    Finish,
+    FunctionSpec,
+    ReasoningDelta,
+    Sampling,
+    TextDelta,
+    ToolCall,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolChoice,
+    Usage,
+)
+from respond.engines.openai_chat import ChatOptions, ChatTranslator, chat_request
+from respond.engines.openai_responses import ResponsesTranslator, responses_request
+
+WEATHER = FunctionSpec("get_weather", "Weather by city", {"type": "object"}, strict=True)
+TIME = FunctionSpec("get_time", None, {"type": "object"}, strict=False)
+
+
+def turn(**kwargs: Any) -> ChatTurn:
+    base: dict[str, Any] = {"model": "m", "messages": [ChatMessage(role="user", content="hi")]}
+    return ChatTurn(**{**base, **kwargs})
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def call(index: int, call_id: str = "", name: str = "", args: str = "") -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+    if call_id:
+        entry["id"] = call_id
+    if name:
+        entry["function"]["name"] = name
+    return entry
+
+
+def run(translator: ChatTranslator, chunks: list[dict[str, Any]]) -> list[Any]:
+    out: list[Any] = []
+    for item in chunks:
+        out += translator.feed(item)
+    return out + translator.end()
+
+
+# ---------------------------------------------------------------- chat request
+
+
+def test_chat_request_maps_every_field() -> None:
+    messages = [
+        ChatMessage(role="developer", content="be brief"),
+        ChatMessage(role="user", content="look", images=("data:image/png;base64,AAAA",)),
+        ChatMessage(
+            role="assistant",
+            reasoning="thought",
+            tool_calls=(ToolCall("call_1", "get_weather", '{"city":"Oslo"}'),),
+        ),
+        ChatMessage(role="tool", content="sunny", tool_call_id="call_1"),
+    ]
+    body = chat_request(
+        turn(
+            messages=messages,
+            tools=[WEATHER, TIME],
+            parallel_tool_calls=False,
+            json_schema={"type": "object"},
+            sampling=Sampling(temperature=0.2, top_p=0.9, logprobs=True, top_logprobs=3, seed=7),
+            max_output_tokens=64,
+            reasoning_effort="low",
+            hints={"text_format_name": "answer", "text_format_strict": True},
+        ),
+        model="up-model",
+        options=ChatOptions(max_tokens_param="max_completion_tokens"),
+    )
+    assert body["model"] == "up-model"
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+                }
+            ],
+            "reasoning_content": "thought",
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "call_1"},
+    ]
+    assert [t["function"]["strict"] for t in body["tools"]] == [True, False]
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather by city",
+            "parameters": {"type": "object"},
+            "strict": True,
+        },
+    }
+    assert body["tool_choice"] == "auto" and body["parallel_tool_calls"] is False
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": True},
+    }
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body
+    assert body["reasoning_effort"] == "low"
+    assert (body["temperature"], body["top_p"], body["seed"]) == (0.2, 0.9, 7)
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 3)
+
+
+def test_chat_request_allowed_tools_are_filtered_and_named_choice_forced() -> None:
+    only = chat_request(
+        turn(tools=[WEATHER, TIME], tool_choice=ToolChoice("auto", ("get_time",))), model="m"
+    )
+    assert [t["function"]["name"] for t in only["tools"]] == ["get_time"]
+    assert only["tool_choice"] == "auto"
+    forced = chat_request(
+        turn(tools=[WEATHER, TIME], tool_choice=ToolChoice("required", ("get_weather",))),
+        model="m",
+    )
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    plain = chat_request(turn(max_output_tokens=5, json_object=True), model="m")
+    assert "tools" not in plain and plain["max_tokens"] == 5
+    assert plain["response_format"] == {"type": "json_object"}
+    picky = chat_request(
+        turn(json_schema={"type": "object"}), model="m", schema_style="json_object_schema"
+    )
+    assert picky["response_format"] == {"type": "json_object", "schema": {"type": "object"}}
+
+
+# ---------------------------------------------------------------- chat response
+
+
+def test_interleaved_parallel_calls_become_well_formed_items() -> None:
+    deltas = run(
+        ChatTranslator(turn(tools=[WEATHER, TIME])),
+        [
+            chunk({"role": "assistant"}),
+            chunk({"tool_calls": [call(0, "call_a", "get_weather")]}),
+            chunk({"tool_calls": [call(1, "call_b", "get_time")]}),
+            chunk({"tool_calls": [call(0, args='{"city": ')]}),
+            chunk({"tool_calls": [call(1, args='{"tz": ')]}),
+            chunk({"tool_calls": [call(0, args='"Paris"}')]}),
+            chunk({"tool_calls": [call(1, args='"UTC"}')]}),
+            chunk({}, "tool_calls"),
+            {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}},
+        ],
+    )
+    assert deltas == [
+        ToolCallStart("call_a", "get_weather"),
+        ToolCallArgumentsDelta('{"city": '),
+        ToolCallArgumentsDelta('"Paris"}'),
+        ToolCallEnd(),
+        ToolCallStart("call_b", "get_time"),
+        ToolCallArgumentsDelta('{"tz": '),
+        ToolCallArgumentsDelta('"UTC"}'),
+        ToolCallEnd(),
+        Usage(9, 4),
+        Finish("stop"),
+    ]
+
+
+def test_local_tool_choice_enforcement_drops_calls() -> None:
+    chunks = [
+        chunk({"tool_calls": [call(0, "c0", "get_weather", "{}")]}),
+        chunk({"tool_calls": [call(1, "c1", "get_time", "{}")]}),
+        chunk({"tool_calls": [call(2, "c2", "not_offered", "{}")]}),
+        chunk({}, "tool_calls"),
+    ]
+    names = [
+        d.name
+        for d in run(ChatTranslator(turn(tools=[WEATHER, TIME], parallel_tool_calls=False)), chunks)
+        if isinstance(d, ToolCallStart)
+    ]
+    assert names == ["get_weather"]
+    none = run(ChatTranslator(turn(tools=[WEATHER], tool_choice=ToolChoice("none"))), chunks)
+    assert none == [Finish("stop")]
+
+
+def test_reasoning_fields_and_think_tags_become_reasoning() -> None:
+    deltas = run(
+        ChatTranslator(turn()),
+        [
+            chunk({"reasoning_content": "a"}),
+            chunk({"reasoning": "b"}),
+            chunk({"content": "<thi"}),
+            chunk({"content": "nk>c</th"}),
+            chunk({"content": "ink>answer <b"}),
+            chunk({"content": "old>"}, "length"),
+            {
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": 3,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": 1},
+                    "completion_tokens_details": {"reasoning_tokens": 2},
+                },
+            },
+        ],
+    )
+    reasoning = "".join(d.text for d in deltas if isinstance(d, ReasoningDelta))
+    text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+    assert (reasoning, text) == ("abc", "answer <bold>")
+    assert deltas[-2:] == [Usage(3, 2, cached_tokens=1, reasoning_tokens=2), Finish("length")]
+
+
+def test_logprobs_come_back_on_text() -> None:
+    lp = {
+        "content": [
+            {
+                "token": "Hi",
+                "logprob": -0.5,
+                "bytes": [72, 105],
+                "top_logprobs": [{"token": "Hi", "logprob": -0.5, "bytes": [72, 105]}],
+            }
+        ]
+    }
+    translator = ChatTranslator(turn())
+    (delta,) = translator.feed(
+        {"choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": lp}]}
+    )
+    assert isinstance(delta, TextDelta)
+    assert delta.logprobs[0].token == "Hi" and delta.logprobs[0].bytes == (72, 105)
+    assert delta.logprobs[0].top == (("Hi", -0.5, (72, 105)),)
+
+
+# ---------------------------------------------------------------- responses upstream
+
+
+def test_responses_request_expands_messages_and_keeps_no_state() -> None:
+    messages = [
+        ChatMessage(role="system", content="sys"),
+        ChatMessage(role="user", content="q", images=("http://x/i.png",)),
+        ChatMessage(
+            role="assistant", reasoning="r", tool_calls=(ToolCall("c1", "get_weather", "{}"),)
+        ),
+        ChatMessage(role="tool", content="out", tool_call_id="c1"),
+    ]
+    body = responses_request(
+        turn(messages=messages, tools=[WEATHER], max_output_tokens=9, reasoning_effort="high"),
+        model="up",
+    )
+    assert body["store"] is False and body["stream"] is True
+    assert body["input"] == [
+        {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "sys"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "q"},
+                {"type": "input_image", "image_url": "http://x/i.png"},
+            ],
+        },
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "out"},
+    ]
+    assert body["tools"][0]["strict"] is True and body["max_output_tokens"] == 9
+    assert body["reasoning"] == {"effort": "high"}
+
+
+def test_responses_events_map_to_deltas() -> None:
+    translator = ResponsesTranslator(turn(tools=[WEATHER]))
+    events = [
+        {"type": "response.created", "response": {}},
+        {"type": "response.reasoning.delta", "item_id": "rs", "delta": "hm"},
+        {
+            "type": "response.output_item.added",
+            "item": {"type": "function_call", "id": "fc", "call_id": "c9", "name": "get_weather"},
+        },
+        {"type": "response.function_call_arguments.delta", "item_id": "fc", "delta": "{}"},
+        {"type": "response.output_item.done", "item": {"type": "function_call", "id": "fc"}},
+        {
+            "type": "response.output_item.done",
+            "item": {"type": "message", "id": "m", "content": [{"text": "whole"}]},
+        },
+        {
+            "type": "response.incomplete",
+            "response": {
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "usage": {"input_tokens": 4, "output_tokens": 2},
+            },
+        },
+    ]
+    out: list[Any] = []
+    for event in events:
+        out += translator.feed(event)
+    assert out == [
+        ReasoningDelta("hm"),
+        ToolCallStart("c9", "get_weather"),
+        ToolCallArgumentsDelta("{}"),
+        ToolCallEnd(),
+        TextDelta("whole"),
+        Usage(4, 2),
+        Finish("length"),
+    ]
+
+
+def test_a_whole_chat_completion_translates_too() -> None:
+    translator = ChatTranslator(turn(tools=[WEATHER]))
+    message = {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        ],
+    }
+    deltas = run(
+        translator,
+        [
+            {
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+            }
+        ],
+    )
+    assert deltas == [
+        TextDelta("Checking."),
+        ToolCallStart("c1", "get_weather"),
+        ToolCallArgumentsDelta("{}"),
+        ToolCallEnd(),
+        Usage(5, 3),
+        Finish("stop"),
+    ]
+
+
+def test_a_whole_responses_object_translates_too() -> None:
+    translator = ResponsesTranslator(turn())
+    deltas = translator.feed(
+        {
+            "object": "response",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {"type": "reasoning", "id": "r", "summary": [{"text": "hm"}]},
+                {"type": "message", "id": "m", "content": [{"type": "output_text", "text": "x"}]},
+            ],
+            "usage": {"input_tokens": 2, "output_tokens": 1},
+        }
+    )
+    assert deltas == [ReasoningDelta("hm"), TextDelta("x"), Usage(2, 1), Finish("length")]
