@@ -4,7 +4,7 @@
 //
 // provider: "openai" (@ai-sdk/openai, createOpenAI({baseURL}).responses(model)) or
 // "open-responses" (@ai-sdk/open-responses, createOpenResponses({url})).
-// case: generateText | streamText | toolCall | generateObject | outputObject.
+// case: generateText | streamText | toolCall | generateObject | outputObject | intObject.
 // Prints one JSON line describing what came back; exits non-zero when the case fails.
 // tests/clients/test_ai_sdk.py runs it against the real server.
 
@@ -29,6 +29,8 @@ function model() {
 function check(condition, message) {
   if (!condition) throw new Error(message);
 }
+
+const CITY = z.object({ name: z.string(), population: z.number() });
 
 const weather = tool({
   description: "The weather in a city",
@@ -98,12 +100,25 @@ const cases = {
   async generateObject() {
     const result = await generateObject({
       model: model(),
-      schema: z.object({ name: z.string(), population: z.number().int() }),
+      schema: CITY,
       prompt: "Name a city and its population.",
       maxOutputTokens: 64,
       temperature: 0,
     });
     check(typeof result.object.name === "string", "name is not a string");
+    check(typeof result.object.population === "number", "population is not a number");
+    return { object: result.object, warnings: result.warnings };
+  },
+
+  // z.number().int() adds minimum/maximum (+-Number.MAX_SAFE_INTEGER) to the JSON Schema.
+  async intObject() {
+    const result = await generateObject({
+      model: model(),
+      schema: z.object({ name: z.string(), population: z.number().int() }),
+      prompt: "Name a city and its population.",
+      maxOutputTokens: 64,
+      temperature: 0,
+    });
     check(Number.isInteger(result.object.population), "population is not an integer");
     return { object: result.object, warnings: result.warnings };
   },
@@ -112,13 +127,13 @@ const cases = {
   async outputObject() {
     const result = await generateText({
       model: model(),
-      output: Output.object({ schema: z.object({ name: z.string(), population: z.number().int() }) }),
+      output: Output.object({ schema: CITY }),
       prompt: "Name a city and its population.",
       maxOutputTokens: 64,
       temperature: 0,
     });
     check(typeof result.output.name === "string", "name is not a string");
-    check(Number.isInteger(result.output.population), "population is not an integer");
+    check(typeof result.output.population === "number", "population is not a number");
     return { object: result.output, warnings: result.warnings };
   },
 };
