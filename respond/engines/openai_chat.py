@@ -6,7 +6,8 @@ errors-as-events stay with the Run and the EventBuilder, exactly as for the embe
 
 What the upstream may not enforce is enforced here: only the allowed tools are sent, calls
 to tools the model was not offered (or any call under tool_choice "none") are dropped, and
-with parallel_tool_calls false only the first call is kept.
+with parallel_tool_calls false only the first call is kept (the first max_tool_calls with
+that limit).
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ class ChatTranslator:
     def __init__(self, turn: ChatTurn) -> None:
         self._offered = offered_tools(turn)
         self._no_calls = turn.tool_choice.mode == "none"
-        self._single = not turn.parallel_tool_calls
+        self._limit = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
         self._calls: dict[int, _Call] = {}
         self._live: _Call | None = None
         self._kept = 0
@@ -350,8 +351,8 @@ class ChatTranslator:
             reason = 'tool_choice is "none"'
         elif call.name not in self._offered:
             reason = "the model was not offered this tool"
-        elif self._single and self._kept >= 1:
-            reason = "parallel_tool_calls is false"
+        elif self._limit is not None and self._kept >= self._limit:
+            reason = "parallel_tool_calls is false or max_tool_calls is reached"
         if reason is not None:
             log.info("dropped a call to %r from the upstream: %s", call.name, reason)
             call.dropped = True

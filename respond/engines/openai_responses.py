@@ -141,7 +141,7 @@ class ResponsesTranslator:
     def __init__(self, turn: ChatTurn) -> None:
         self._offered = offered_tools(turn)
         self._no_calls = turn.tool_choice.mode == "none"
-        self._single = not turn.parallel_tool_calls
+        self._limit = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
         self._calls = 0
         self._dropped: set[str] = set()
         self._streamed: set[str] = set()  # item ids whose content came as deltas
@@ -201,8 +201,8 @@ class ResponsesTranslator:
             reason = 'tool_choice is "none"'
         elif name not in self._offered:
             reason = "the model was not offered this tool"
-        elif self._single and self._calls:
-            reason = "parallel_tool_calls is false"
+        elif self._limit is not None and self._calls >= self._limit:
+            reason = "parallel_tool_calls is false or max_tool_calls is reached"
         if reason is not None:
             log.info("dropped a call to %r from the upstream: %s", name, reason)
             self._dropped.add(str(item.get("id", "")))

@@ -97,16 +97,22 @@ class Runs:
                 # A status change is stored at once: pollers see in_progress right away.
                 status = isinstance(event, ev.ResponseInProgress) or event.type in TERMINAL_EVENTS
                 if status or time.monotonic() - flushed >= FLUSH_SECONDS:
-                    pending = await self._flush(run, fold, pending)
+                    pending, cancelled = await self._flush(run, fold, pending)
                     flushed = time.monotonic()
+                    if cancelled:  # asked on a replica whose signal did not reach us
+                        log.info("cancelling %s: a cancel was requested", run.resource.id)
+                        break
         await self.store.publish("events", run.resource.id)
 
     async def _flush(
         self, run: PreparedRun, fold: ResponseFold, pending: list[ev.Event]
-    ) -> list[ev.Event]:
-        """Store pending events; on a store error keep them for the next try."""
+    ) -> tuple[list[ev.Event], bool]:
+        """Store pending events (kept for the next try on a store error).
+
+        Returns what is still pending, and whether a cancel was requested.
+        """
         try:
-            await self.store.append_events(
+            cancelled = await self.store.append_events(
                 run.tenant,
                 run.resource.id,
                 [event.model_dump(mode="json") for event in pending],
@@ -114,9 +120,9 @@ class Runs:
             )
         except Exception:
             log.exception("could not store events of %s", run.resource.id)
-            return pending
+            return pending, False
         await self.store.publish("events", run.resource.id)
-        return []
+        return [], cancelled
 
     # ------------------------------------------------------------ cancelling
 
@@ -135,7 +141,8 @@ class Runs:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        else:
+        else:  # another replica runs it: keep the request, and signal it
+            await self.store.request_cancel(tenant, response_id)
             await self.store.publish("cancel", response_id)
         return await self._until_ended(tenant, response_id, stored.response)
 

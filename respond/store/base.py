@@ -102,8 +102,15 @@ class Store(ABC):
     @abstractmethod
     async def append_events(
         self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
-    ) -> None:
-        """Add events of a running response and update its current state."""
+    ) -> bool:
+        """Add events of a running response and update its current state.
+
+        Returns True when a cancel of this response has been requested (`request_cancel`).
+        """
+
+    @abstractmethod
+    async def request_cancel(self, tenant: str | None, response_id: str) -> None:
+        """Ask whichever process runs this response to stop it."""
 
     @abstractmethod
     async def events_after(

@@ -124,10 +124,15 @@ class SQLStore(Store):
     ) -> None:
         rid, t, now = response["id"], _tenant(tenant), self._now()
         async with self.transaction() as tx:
-            await self._drop_response(tx, rid)
+            await self._drop_contents(tx, rid)
+            # The row is updated in place, never deleted and re-inserted: a reader that
+            # locks it meanwhile must find it again, not a deleted version.
             await tx.execute(
                 "INSERT INTO responses (id, tenant, status, body, created_at, expires_at, runner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "tenant = excluded.tenant, status = excluded.status, body = excluded.body, "
+                "created_at = excluded.created_at, expires_at = excluded.expires_at, "
+                "runner = excluded.runner",
                 rid,
                 t,
                 response["status"],
@@ -142,11 +147,15 @@ class SQLStore(Store):
             if conversation_id is not None:
                 await self._append(tx, t, conversation_id, [*input_items, *response["output"]])
 
-    async def _drop_response(self, tx: Tx, rid: str) -> int:
+    async def _drop_contents(self, tx: Tx, rid: str) -> None:
+        """A response's events and items."""
         await tx.execute("DELETE FROM response_events WHERE response_id = ?", rid)
         await tx.execute(
             "DELETE FROM items WHERE owner_id = ? AND owner IN ('input', 'output')", rid
         )
+
+    async def _drop_response(self, tx: Tx, rid: str) -> int:
+        await self._drop_contents(tx, rid)
         return await tx.execute("DELETE FROM responses WHERE id = ?", rid)
 
     async def _insert_items(
@@ -196,10 +205,13 @@ class SQLStore(Store):
                 return False
             return await self._drop_response(tx, response_id) > 0
 
-    async def _owned(self, tx: Tx, table: str, tenant: str | None, object_id: str) -> bool:
+    async def _owned(
+        self, tx: Tx, table: str, tenant: str | None, object_id: str, *, lock: bool = False
+    ) -> bool:
+        """The object exists for this tenant (and, with `lock`, is locked until commit)."""
         rows = await tx.fetch(
             f"SELECT id FROM {table} WHERE id = ? AND tenant = ? AND expires_at > ?"
-            f"{self.for_update}",
+            f"{self.for_update if lock else ''}",
             object_id,
             _tenant(tenant),
             self._now(),
@@ -208,13 +220,25 @@ class SQLStore(Store):
 
     async def append_events(
         self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
-    ) -> None:
+    ) -> bool:
         async with self.transaction() as tx:
             await self._insert_events(tx, response_id, events)
             await tx.execute(
                 "UPDATE responses SET status = ?, body = ? WHERE id = ? AND tenant = ?",
                 response["status"],
                 _dump(response),
+                response_id,
+                _tenant(tenant),
+            )
+            rows = await tx.fetch(
+                "SELECT cancel_requested FROM responses WHERE id = ?", response_id
+            )
+        return bool(rows and rows[0][0])
+
+    async def request_cancel(self, tenant: str | None, response_id: str) -> None:
+        async with self.transaction() as tx:
+            await tx.execute(
+                "UPDATE responses SET cancel_requested = 1 WHERE id = ? AND tenant = ?",
                 response_id,
                 _tenant(tenant),
             )
@@ -409,7 +433,7 @@ class SQLStore(Store):
             return await self._append(tx, _tenant(tenant), conversation_id, items)
 
     async def _append(self, tx: Tx, tenant: str, conversation_id: str, items: list[JSON]) -> bool:
-        if not await self._owned(tx, "conversations", tenant, conversation_id):
+        if not await self._owned(tx, "conversations", tenant, conversation_id, lock=True):
             return False
         rows = await tx.fetch(
             "SELECT MAX(position) FROM items WHERE owner_id = ? AND owner = 'conversation'",

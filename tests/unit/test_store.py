@@ -238,6 +238,16 @@ async def test_running_response_events_and_orphans(store: Store, clock: Clock) -
     assert stored is not None and stored.response["status"] == "failed"
 
 
+async def test_cancel_requests_are_kept_for_the_runner(store: Store) -> None:
+    await store.save_response("t", response("resp_bg", "in_progress", []), [], events(1))
+    running = response("resp_bg", "in_progress", [])
+    assert not await store.append_events("t", "resp_bg", events(1, start=1), running)
+    await store.request_cancel("other", "resp_bg")  # not theirs: no effect
+    assert not await store.append_events("t", "resp_bg", events(1, start=2), running)
+    await store.request_cancel("t", "resp_bg")
+    assert await store.append_events("t", "resp_bg", events(1, start=3), running)
+
+
 async def test_signals_reach_subscribers(store: Store) -> None:
     got: list[tuple[str, str]] = []
     arrived = asyncio.Event()
@@ -341,4 +351,27 @@ async def test_postgres_listen_survives_a_lost_connection() -> None:
     finally:
         await a.close()
         await b.close()
+        await drop_schema(schema)
+
+
+async def test_postgres_readers_do_not_wait_for_writers() -> None:
+    """A follower reading events while the run's final record is being written gets an
+    answer at once (it once locked the row, waited, then found it gone)."""
+    import asyncpg
+
+    url, schema = new_schema_url()
+    store = PostgresStore(url, ttl_seconds=10)
+    await store.open()
+    writer = await asyncpg.connect(store.dsn, server_settings={"search_path": schema})
+    try:
+        await store.save_response(None, response("resp_1", "in_progress", []), [], events(3))
+        async with writer.transaction():
+            await writer.execute("UPDATE responses SET status = 'completed' WHERE id = 'resp_1'")
+            found = await asyncio.wait_for(store.events_after(None, "resp_1", 0), 2)
+            stored = await asyncio.wait_for(store.get_response(None, "resp_1"), 2)
+        assert [e["sequence_number"] for e in found or []] == [1, 2]
+        assert stored is not None and stored.response["status"] == "in_progress"
+    finally:
+        await writer.close()
+        await store.close()
         await drop_schema(schema)

@@ -192,6 +192,8 @@ def test_local_tool_choice_enforcement_drops_calls() -> None:
     assert names == ["get_weather"]
     none = run(ChatTranslator(turn(tools=[WEATHER], tool_choice=ToolChoice("none"))), chunks)
     assert none == [Finish("stop")]
+    capped = run(ChatTranslator(turn(tools=[WEATHER, TIME], max_tool_calls=2)), chunks)
+    assert [d.name for d in capped if isinstance(d, ToolCallStart)] == ["get_weather", "get_time"]
 
 
 def test_reasoning_fields_and_think_tags_become_reasoning() -> None:
