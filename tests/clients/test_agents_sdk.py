@@ -31,6 +31,8 @@ from tests.support.server import Server
 
 PROMPT = "Reply with one word: yes or no?"
 SETTINGS = ModelSettings(temperature=0, max_tokens=16)
+# Forced calls use parallel_tool_calls=False: with parallel calls allowed, the bundled model
+# repeats the forced call until max_output_tokens, and the SDK rejects an incomplete response.
 
 set_tracing_disabled(True)
 
@@ -85,7 +87,7 @@ async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) ->
     # Forced on the first turn; the SDK then resets tool_choice, so the model answers in text
     # after seeing the tool's output (function_call + function_call_output replayed as input).
     result = await Runner.run(
-        agent(client, tool_choice="get_weather", max_tokens=48),
+        agent(client, tool_choice="get_weather", parallel_tool_calls=False, max_tokens=48),
         "What is the weather in Paris?",
     )
     assert calls, "the tool was called"
@@ -97,7 +99,7 @@ async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) ->
 async def test_stop_on_first_tool(client: openai.AsyncOpenAI, server: Server) -> None:
     if not features.calls_functions(server):
         pytest.skip(features.FUNCTION_CALLS)
-    forced = agent(client, tool_choice="required", max_tokens=48)
+    forced = agent(client, tool_choice="required", parallel_tool_calls=False, max_tokens=48)
     forced.tool_use_behavior = "stop_on_first_tool"
     result = await Runner.run(forced, "What is the weather in Oslo?")
     assert isinstance(result.final_output, str) and result.final_output.startswith("Sunny in")

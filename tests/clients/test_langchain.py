@@ -66,7 +66,9 @@ def test_bind_tools_is_accepted(server: Server) -> None:
 def test_bind_tools_forced_call(server: Server) -> None:
     if not features.calls_functions(server):
         pytest.skip(features.FUNCTION_CALLS)
-    model = chat(server, max_tokens=48).bind_tools([get_weather], tool_choice="get_weather")
+    model = chat(server, max_tokens=48).bind_tools(
+        [get_weather], tool_choice="get_weather", parallel_tool_calls=False
+    )
     reply = model.invoke("What is the weather in Paris?")
     assert isinstance(reply, AIMessage)
     assert [call["name"] for call in reply.tool_calls] == ["get_weather"]

@@ -19,7 +19,7 @@ def error_for(body: dict[str, Any]) -> APIError:
 
 def test_unknown_item_type_names_the_item_not_the_string_branch() -> None:
     error = error_for(
-        {"input": [{"role": "user", "content": "hi"}, {"type": "web_search_call", "input": "x"}]}
+        {"input": [{"role": "user", "content": "hi"}, {"type": "hologram", "input": "x"}]}
     )
     assert error.param == "input[1]"
     assert "Unknown input item type" in error.message
