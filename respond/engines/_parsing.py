@@ -383,7 +383,11 @@ class OutputParser:
             self._state = "text"
             self._strip_text = True
             return []
-        if not final and HERMES_CLOSE.startswith(stripped):
+        if HERMES_CLOSE.startswith(stripped):
+            if final:  # a close marker cut short by the token limit is markup, not text
+                self._buffer = ""
+                self._state = "text"
+                return []
             self._buffer = stripped
             return []  # maybe the close marker, still arriving
         self._buffer = stripped

@@ -61,6 +61,16 @@ def test_hermes_call_between_text(size: int) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
+def test_close_marker_cut_by_the_token_limit_is_not_text(size: int) -> None:
+    text = '<tool_call>\n{"name": "pick", "arguments": {"input": "red"}}\n</tool_call'
+    assert summary(parse("hermes", text, size)) == [
+        ("call", "pick"),
+        ("args", '{"input": "red"}'),
+        ("end", ""),
+    ]
+
+
+@pytest.mark.parametrize("size", SIZES)
 def test_two_hermes_calls_get_distinct_ids(size: int) -> None:
     text = (
         '<tool_call>{"name": "a", "arguments": {}}</tool_call>\n'
