@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from respond.engines._base import EngineError
+from respond.engines._base import EngineError, ModelInfo
 
 __all__ = ["Timeouts", "UpstreamHTTPError", "UpstreamPool", "UpstreamStream", "upstream_error"]
 
@@ -88,6 +88,18 @@ class UpstreamPool:
         self._turns = itertools.count()
         self._client: httpx.AsyncClient | None = None
         self._checking: asyncio.Future[list[bool]] | None = None
+
+    def model_info(self, alias: str, *, backend: str, vision: bool) -> ModelInfo:
+        """How a model served from this pool is listed."""
+        return ModelInfo(
+            id=alias,
+            owned_by="upstream",
+            # No tokenizer here: the upstream itself reports a prompt that is too long.
+            context_window=None,
+            backend=backend,
+            vision=vision,
+            upstreams=tuple(member.base_url for member in self.members),
+        )
 
     # ------------------------------------------------------------ client
 

@@ -26,7 +26,6 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Finish,
-    ModelInfo,
     ReasoningDelta,
     TextDelta,
     TokenLogprob,
@@ -412,15 +411,7 @@ class ChatCompletionsEngine(Engine):
         self.pool = pool
         self.upstream_model = upstream_model
         self.options = options
-        self.info = ModelInfo(
-            id=alias,
-            owned_by="upstream",
-            # No tokenizer here: the upstream itself reports a prompt that is too long.
-            context_window=None,
-            backend="chat-completions",
-            vision=vision,
-            upstreams=tuple(m.base_url for m in pool.members),
-        )
+        self.info = pool.model_info(alias, backend="chat-completions", vision=vision)
         # Learned from the upstream's first refusal of response_format json_schema.
         self._schema_style: SchemaStyle = "json_schema"
 

@@ -19,7 +19,6 @@ from respond.engines._base import (
     Delta,
     Engine,
     Finish,
-    ModelInfo,
     ReasoningDelta,
     TextDelta,
     ToolCallArgumentsDelta,
@@ -270,15 +269,7 @@ class ResponsesEngine(Engine):
     ) -> None:
         self.pool = pool
         self.upstream_model = upstream_model
-        self.info = ModelInfo(
-            id=alias,
-            owned_by="upstream",
-            # No tokenizer here: the upstream itself reports a prompt that is too long.
-            context_window=None,
-            backend="responses",
-            vision=vision,
-            upstreams=tuple(m.base_url for m in pool.members),
-        )
+        self.info = pool.model_info(alias, backend="responses", vision=vision)
 
     async def health(self) -> list[dict[str, Any]]:
         return await self.pool.health()

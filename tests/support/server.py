@@ -72,15 +72,20 @@ def start_server(
 
 
 def wait_healthy(server: Server, timeout: float = 120) -> None:
+    wait_ok(server, f"{server.url}/health", timeout)
+
+
+def wait_ok(server: Server, url: str, timeout: float = 120) -> None:
+    """Wait until GET `url` answers 200; stop the server and show its log if it never does."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"server exited early:\n{server.log()}")
         try:
-            if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
+            if httpx.get(url, timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
     server.stop()
-    raise RuntimeError(f"server not healthy after {timeout}s:\n{server.log()}")
+    raise RuntimeError(f"{url} did not answer 200 after {timeout}s:\n{server.log()}")

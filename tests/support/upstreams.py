@@ -5,28 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from tests.support.server import Server, free_port, start_server
+from tests.support.server import Server, free_port, start_server, wait_ok
 
 
-def wait_models(server: Server, timeout: float = 120) -> None:
+def wait_models(server: Server) -> None:
     """Wait until GET /v1/models answers (these servers have no /health)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"upstream exited early:\n{server.log()}")
-        try:
-            if httpx.get(f"{server.base_url}/models", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"upstream not ready after {timeout}s:\n{server.log()}")
+    wait_ok(server, f"{server.base_url}/models")
 
 
 def start_fake(tmp: Path, name: str, *, port: int | None = None) -> Server:
