@@ -1,7 +1,7 @@
 """respond: the OpenAI Responses API for local and self-hosted models."""
 
 from respond.app import create_app
-from respond.engines._base import (
+from respond.engines import (
     ChatMessage,
     ChatTurn,
     Delta,

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Settings", "default_data_dir"]
+__all__ = ["Settings", "Timeouts", "default_data_dir"]
 
 
 def default_data_dir() -> Path:
@@ -41,3 +41,13 @@ class Settings:
     upstreams: list[str] = field(default_factory=list)  # base URLs of one pool
     upstream_key: str | None = None
     upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. first_byte covers the wait for headers and the first chunk (prefill)."""
+
+    connect: float = 5.0
+    first_byte: float = 120.0
+    idle: float = 60.0
+    probe_interval: float = 5.0

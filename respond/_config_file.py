@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from respond.engines._upstream import Timeouts
+from respond._config import Timeouts
 
 __all__ = ["ConfigError", "EmbeddedModel", "ModelEntry", "UpstreamModel", "load_config"]
 

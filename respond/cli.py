@@ -168,9 +168,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 def serve(settings: Settings) -> None:
     import uvicorn
 
+    from respond._registry import build_engines
     from respond.api._common import KeyRing
     from respond.app import create_app
-    from respond.engines.registry import build_engines
     from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from respond._config import Timeouts
 from respond._config_file import ConfigError, EmbeddedModel, UpstreamModel, load_config
-from respond.engines._upstream import Timeouts
 
 EXAMPLE = """
 [models.qwen]

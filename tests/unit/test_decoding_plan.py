@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from respond.engines._base import ChatMessage, ChatTurn, FunctionSpec, ToolChoice
-from respond.engines._decoding import plan_decoding, visible_tools
+from respond.engines.llamacpp._decoding import plan_decoding, visible_tools
 
 A = FunctionSpec("a", None, {"type": "object", "properties": {"x": {"type": "string"}}})
 B = FunctionSpec("b", None, {"type": "object"}, strict=False)

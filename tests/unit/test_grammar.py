@@ -7,7 +7,7 @@ from typing import Any
 import llama_cpp
 import pytest
 
-from respond.engines._grammar import CallSpec, output_grammar, unsupported_keyword
+from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
 
 WEATHER = {
     "type": "object",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from respond.engines._upstream import UpstreamPool
+from respond.engines.upstream._pool import UpstreamPool
 
 
 def pool() -> UpstreamPool:

@@ -19,8 +19,8 @@ from respond.engines._base import (
     ToolChoice,
     Usage,
 )
-from respond.engines.openai_chat import ChatOptions, ChatTranslator, chat_request
-from respond.engines.openai_responses import ResponsesTranslator, responses_request
+from respond.engines.upstream._chat import ChatOptions, ChatTranslator, chat_request
+from respond.engines.upstream._responses import ResponsesTranslator, responses_request
 
 WEATHER = FunctionSpec("get_weather", "Weather by city", {"type": "object"}, strict=True)
 TIME = FunctionSpec("get_time", None, {"type": "object"}, strict=False)

@@ -34,7 +34,7 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
-from respond.engines._upstream import UpstreamHTTPError, UpstreamPool, upstream_error
+from respond.engines.upstream._pool import UpstreamHTTPError, UpstreamPool, upstream_error
 
 __all__ = ["ChatCompletionsEngine", "ChatOptions", "ChatTranslator", "chat_request"]
 

@@ -17,8 +17,8 @@ from typing import Literal
 
 from respond._ids import new_id
 from respond.engines._base import ChatTurn, FunctionSpec
-from respond.engines._grammar import CallSpec, output_grammar
 from respond.engines._parsing import Dialect, OutputParser
+from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 
 __all__ = ["DecodingPlan", "plan_decoding", "visible_tools"]
 

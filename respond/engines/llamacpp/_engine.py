@@ -34,10 +34,10 @@ from respond.engines._base import (
     UnsupportedSchemaError,
     Usage,
 )
-from respond.engines._decoding import plan_decoding, visible_tools
-from respond.engines._grammar import unsupported_keyword
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
-from respond.engines._template import (
+from respond.engines.llamacpp._decoding import plan_decoding, visible_tools
+from respond.engines.llamacpp._grammar import unsupported_keyword
+from respond.engines.llamacpp._template import (
     ChatTemplate,
     fallback_tool_messages,
     message_dicts,
@@ -299,7 +299,7 @@ class LlamaCppEngine(Engine):
         parser is told to stop at a call) the start of a tool call."""
         import llama_cpp
 
-        from respond.engines._sampler import grammar_sampling
+        from respond.engines.llamacpp._sampler import grammar_sampling
 
         llm = self._llm
         sampling = turn.sampling

@@ -9,12 +9,15 @@ from typing import Literal
 
 import httpx
 
-from respond._config import Settings
+from respond._config import Settings, Timeouts
 from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, load_config
 from respond.engines._base import Engine
-from respond.engines._upstream import Timeouts, UpstreamPool
-from respond.engines.openai_chat import ChatCompletionsEngine, ChatOptions
-from respond.engines.openai_responses import ResponsesEngine
+from respond.engines.upstream import (
+    ChatCompletionsEngine,
+    ChatOptions,
+    ResponsesEngine,
+    UpstreamPool,
+)
 
 __all__ = ["build_engines", "discover_models", "upstream_engine"]
 

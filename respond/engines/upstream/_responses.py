@@ -26,8 +26,8 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
-from respond.engines._upstream import UpstreamPool, upstream_error
-from respond.engines.openai_chat import _logprobs, affinity_keys, offered_tools
+from respond.engines.upstream._chat import _logprobs, affinity_keys, offered_tools
+from respond.engines.upstream._pool import UpstreamPool, upstream_error
 
 __all__ = ["ResponsesEngine", "ResponsesTranslator", "responses_request"]
 

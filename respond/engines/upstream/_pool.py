@@ -28,23 +28,14 @@ from typing import Any
 
 import httpx
 
+from respond._config import Timeouts
 from respond.engines._base import EngineError, ModelInfo
 
-__all__ = ["Timeouts", "UpstreamHTTPError", "UpstreamPool", "UpstreamStream", "upstream_error"]
+__all__ = ["UpstreamHTTPError", "UpstreamPool", "UpstreamStream", "upstream_error"]
 
 log = logging.getLogger("respond.upstream")
 
 _AFFINITY_LIMIT = 10_000  # remembered keys; the oldest are forgotten first
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds. first_byte covers the wait for headers and the first chunk (prefill)."""
-
-    connect: float = 5.0
-    first_byte: float = 120.0
-    idle: float = 60.0
-    probe_interval: float = 5.0
 
 
 @dataclass

@@ -1,0 +1,5 @@
+"""The embedded engine: llama.cpp in this process, through llama-cpp-python."""
+
+from respond.engines.llamacpp._engine import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+
+__all__ = ["BUNDLED_ALIAS", "LlamaCppEngine", "bundled_model_path"]
