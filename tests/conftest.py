@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,6 +10,30 @@ import pytest
 
 from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
+from tests.support.stores import PG_URL, pg_address
+
+# Each suite is a folder; `pytest -m unit` runs the fast one alone.
+_SUITES = ("unit", "e2e", "clients")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    pg_reason = _pg_unreachable()
+    for item in items:
+        suite = Path(str(item.path)).parent.name
+        if suite in _SUITES:
+            item.add_marker(getattr(pytest.mark, suite))
+        # Outside CI a machine may have no PostgreSQL; in CI (CI=true) the tests must run.
+        if pg_reason and item.get_closest_marker("pg") and not os.environ.get("CI"):
+            item.add_marker(pytest.mark.skip(reason=pg_reason))
+
+
+def _pg_unreachable() -> str | None:
+    host, port = pg_address()
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return None
+    except OSError as exc:
+        return f"PostgreSQL is not reachable at {PG_URL} ({exc}); set RESPOND_TEST_PG"
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,6 @@ from agents.items import ToolCallItem, ToolCallOutputItem
 from agents.stream_events import RawResponsesStreamEvent
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support import features
 from tests.support.server import Server
 
 PROMPT = "Reply with one word: yes or no?"
@@ -81,8 +80,6 @@ async def test_streamed_run_completes(client: openai.AsyncOpenAI) -> None:
 
 
 async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) -> None:
-    if not features.calls_functions(server):
-        pytest.skip(features.FUNCTION_CALLS)
     calls.clear()
     # Forced on the first turn; the SDK then resets tool_choice, so the model answers in text
     # after seeing the tool's output (function_call + function_call_output replayed as input).
@@ -97,8 +94,6 @@ async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) ->
 
 
 async def test_stop_on_first_tool(client: openai.AsyncOpenAI, server: Server) -> None:
-    if not features.calls_functions(server):
-        pytest.skip(features.FUNCTION_CALLS)
     forced = agent(client, tool_choice="required", parallel_tool_calls=False, max_tokens=48)
     forced.tool_use_behavior = "stop_on_first_tool"
     result = await Runner.run(forced, "What is the weather in Oslo?")
@@ -108,8 +103,6 @@ async def test_stop_on_first_tool(client: openai.AsyncOpenAI, server: Server) ->
 async def test_two_turns_with_previous_response_id(
     client: openai.AsyncOpenAI, server: Server
 ) -> None:
-    if not features.resolves_previous_response_id(server):
-        pytest.skip(features.PREVIOUS_RESPONSE_ID)
     assistant = agent(client)
     first = await Runner.run(assistant, PROMPT)
     second = await Runner.run(

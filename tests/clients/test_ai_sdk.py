@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support import features
 from tests.support.server import Server
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
@@ -25,7 +24,7 @@ PROVIDERS = ("openai", "open-responses")
 def run_case(server: Server, provider: str, case: str) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None or not (NODE_DIR / "node_modules" / "ai").exists():
-        pytest.skip("node or the AI SDK is not installed: run `make node-clients`")
+        pytest.fail("node or the AI SDK is not installed: run `make node-clients`")
     done = subprocess.run(
         [node, "ai_sdk.mjs", provider, case, server.base_url, BUNDLED_ALIAS],
         cwd=NODE_DIR,
@@ -55,8 +54,6 @@ def test_stream_text(server: Server, provider: str) -> None:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_forced_tool_call(server: Server, provider: str) -> None:
-    if not features.calls_functions(server):
-        pytest.skip(features.FUNCTION_CALLS)
     result = run_case(server, provider, "toolCall")
     assert result["toolCalls"][0]["name"] == "weather"
 
@@ -64,8 +61,6 @@ def test_forced_tool_call(server: Server, provider: str) -> None:
 @pytest.mark.parametrize("case", ["generateObject", "outputObject"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_structured_object(server: Server, provider: str, case: str) -> None:
-    if not features.enforces_json_schema(server):
-        pytest.skip(features.STRUCTURED_OUTPUTS)
     result = run_case(server, provider, case)
     assert isinstance(result["object"]["population"], int | float)
 
@@ -78,7 +73,5 @@ def test_structured_object(server: Server, provider: str, case: str) -> None:
     "enforced or these no-op bounds are accepted",
 )
 def test_zod_integer_schema(server: Server) -> None:
-    if not features.enforces_json_schema(server):
-        pytest.skip(features.STRUCTURED_OUTPUTS)
     result = run_case(server, "openai", "intObject")
     assert isinstance(result["object"]["population"], int)

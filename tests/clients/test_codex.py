@@ -37,7 +37,7 @@ METADATA_WARNING = f"Model metadata for `{BUNDLED_ALIAS}` not found"
 @pytest.fixture(scope="module")
 def codex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not CODEX.exists():
-        pytest.skip("Codex CLI is not installed: run `make node-clients` (part of `make test`)")
+        pytest.fail("Codex CLI is not installed: run `make node-clients` (part of `make test`)")
     srv = start_server(
         Path(tmp_path_factory.mktemp("codex-server")),
         *("--threads", "2", "-n", "48", "--temp", "0", "--api-key", KEY),

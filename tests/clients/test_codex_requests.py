@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.schema import validate_event, validate_response
@@ -109,10 +108,5 @@ def test_custom_tool_call_round_trip_replayed(server: Server) -> None:
         {"type": "custom_tool_call_output", "call_id": "call_patch_1", "output": "Done!"},
     ]
     reply = httpx.post(f"{server.base_url}/responses", json={**body, "stream": False}, timeout=120)
-    if reply.status_code == 400 and reply.json()["error"]["param"] == "input[4]":
-        pytest.skip(
-            "needs custom_tool_call / custom_tool_call_output input items "
-            f"(issue 4: custom tools); respond answers: {reply.json()['error']['message']}"
-        )
     assert reply.status_code == 200, reply.text
     validate_response(reply.json())

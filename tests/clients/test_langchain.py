@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support import features
 from tests.support.server import Server
 
 PROMPT = "Reply with one word: yes or no?"
@@ -64,8 +62,6 @@ def test_bind_tools_is_accepted(server: Server) -> None:
 
 
 def test_bind_tools_forced_call(server: Server) -> None:
-    if not features.calls_functions(server):
-        pytest.skip(features.FUNCTION_CALLS)
     model = chat(server, max_tokens=48).bind_tools(
         [get_weather], tool_choice="get_weather", parallel_tool_calls=False
     )

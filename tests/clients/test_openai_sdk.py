@@ -26,7 +26,6 @@ from openai.types.responses.responses_server_event import ResponsesServerEvent
 from pydantic import BaseModel, TypeAdapter
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support import features
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server
 
@@ -127,8 +126,6 @@ def test_errors_are_typed(client: openai.OpenAI) -> None:
 
 
 def test_forced_function_call_parses(client: openai.OpenAI, server: Server) -> None:
-    if not features.calls_functions(server):
-        pytest.skip(features.FUNCTION_CALLS)
     response = client.responses.create(
         model=BUNDLED_ALIAS,
         input="What is the weather in Paris?",
@@ -148,8 +145,6 @@ class City(BaseModel):
 
 
 def test_parse_structured_output(client: openai.OpenAI, server: Server) -> None:
-    if not features.enforces_json_schema(server):
-        pytest.skip(features.STRUCTURED_OUTPUTS)
     response = client.responses.parse(
         model=BUNDLED_ALIAS,
         input="Name a city and its population.",
@@ -161,8 +156,6 @@ def test_parse_structured_output(client: openai.OpenAI, server: Server) -> None:
 
 
 def test_stored_response_round_trip_parses(client: openai.OpenAI, server: Server) -> None:
-    if not features.resolves_previous_response_id(server):
-        pytest.skip(features.PREVIOUS_RESPONSE_ID)
     created = client.responses.create(model=BUNDLED_ALIAS, input="Say hi.", **SHORT)
     fetched = strict_parse(client.responses.retrieve(created.id))
     assert fetched.id == created.id and fetched.output_text == created.output_text

@@ -18,6 +18,8 @@ from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
 from tests.support.stores import drop_schema, new_schema_url
 
+pytestmark = pytest.mark.pg
+
 MODEL = "smollm2-135m"
 LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
 

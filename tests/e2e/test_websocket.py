@@ -12,7 +12,6 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from tests.e2e.test_engine_behaviour import STORY, wait_for_generation_end
-from tests.support import features
 from tests.support.schema import validate_response
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
@@ -92,8 +91,6 @@ def test_failed_turn_forgets_store_false_context(server: Server) -> None:
 
 
 def test_reconnect_cannot_continue_store_false(server: Server) -> None:
-    if not features.resolves_previous_response_id(server):
-        pytest.skip(features.PREVIOUS_RESPONSE_ID)
     with socket(server) as conn:
         first_id = turn(conn, {"input": "Hi", "store": False, **SHORT})[-1]["response"]["id"]
     with socket(server) as conn:

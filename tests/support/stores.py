@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import os
 import secrets
+from urllib.parse import urlsplit
 
 import asyncpg
 
 PG_URL = os.environ.get("RESPOND_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
+
+
+def pg_address() -> tuple[str, int]:
+    parts = urlsplit(PG_URL)
+    return parts.hostname or "127.0.0.1", parts.port or 5432
 
 
 def new_schema_url() -> tuple[str, str]:
