@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, conversations, models, responses, websocket
+from respond._access import AccessLog
+from respond.api import chat, conversations, metrics, models, responses, web, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
+from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body
 from respond.responses.background import Runs
 from respond.responses.history import History
@@ -26,8 +26,6 @@ from respond.store.base import Store
 from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
-
-log = logging.getLogger("respond.access")
 
 
 def create_app(
@@ -40,7 +38,13 @@ def create_app(
     sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
+    metrics_auth: bool = False,
+    on_ready: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
+    """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
+    meters = Metrics(engines)
+    if store is not None:
+        store.observer = meters.observe_store
     history = History(store)
     service = Responses(
         engines,
@@ -49,6 +53,7 @@ def create_app(
         sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
+        metrics=meters,
     )
     runs = Runs(service, store) if store is not None else None
 
@@ -68,6 +73,8 @@ def create_app(
         ]
         # Load in the background: /health answers 503 until the model is ready.
         tasks = [asyncio.ensure_future(loader) for loader in loaders]
+        if on_ready is not None:
+            tasks.append(asyncio.ensure_future(_when_loaded(list(tasks), on_ready)))
         yield
         for task in tasks:
             await task
@@ -87,11 +94,15 @@ def create_app(
     app.state.history = history
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
+    app.state.metrics = meters
+    app.state.metrics_auth = metrics_auth
     app.include_router(responses.router)
     app.include_router(websocket.router)
     app.include_router(conversations.router)
     app.include_router(chat.router)
     app.include_router(models.router)
+    app.include_router(metrics.router)
+    app.include_router(web.router)
 
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
@@ -114,39 +125,12 @@ def create_app(
         )
         return JSONResponse(body, status_code=400)
 
-    app.add_middleware(AccessLog)
+    app.add_middleware(AccessLog, metrics=meters)
     return app
 
 
-class AccessLog:
-    """One line per request: method, path, status, duration, tokens."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 0
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            tokens = scope.get("state", {}).get("tokens")
-            used = f" tokens={tokens[0]}+{tokens[1]}" if tokens else ""
-            log.info(
-                "%s %s %s %.0fms%s",
-                scope["method"],
-                scope["path"],
-                status or "-",
-                (time.perf_counter() - started) * 1000,
-                used,
-            )
+async def _when_loaded(
+    loading: list[asyncio.Future[None]], on_ready: Callable[[], Awaitable[None]]
+) -> None:
+    await asyncio.gather(*loading)
+    await on_ready()

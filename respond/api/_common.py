@@ -88,7 +88,9 @@ class KeyRing:
 
 def tenant_of(request: Request) -> str | None:
     ring: KeyRing = request.app.state.keys
-    return ring.tenant(request.headers.get("authorization"))
+    tenant = ring.tenant(request.headers.get("authorization"))
+    request.state.tenant = tenant  # for the access log
+    return tenant
 
 
 def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:

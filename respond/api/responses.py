@@ -33,6 +33,7 @@ async def create_response(request: Request) -> Response:
     body = await parse_body(request, CreateResponseBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     run = await service.prepare(body, tenant=tenant)
+    request.state.model = run.resource.model  # for the access log and /metrics
     if body.background:
         return await _background(request, run)
     if body.stream:

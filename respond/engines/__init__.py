@@ -13,6 +13,7 @@ from respond.engines._base import (
     EngineError,
     Finish,
     FunctionSpec,
+    LoadReport,
     ModelInfo,
     ReasoningDelta,
     Sampling,
@@ -24,6 +25,7 @@ from respond.engines._base import (
     ToolCallStart,
     ToolChoice,
     UnsupportedSchemaError,
+    UpstreamLoad,
     Usage,
 )
 
@@ -36,6 +38,7 @@ __all__ = [
     "EngineError",
     "Finish",
     "FunctionSpec",
+    "LoadReport",
     "ModelInfo",
     "ReasoningDelta",
     "Sampling",
@@ -47,5 +50,6 @@ __all__ = [
     "ToolCallStart",
     "ToolChoice",
     "UnsupportedSchemaError",
+    "UpstreamLoad",
     "Usage",
 ]

@@ -25,6 +25,7 @@ from respond.engines._base import (
     EngineError,
     Sampling,
 )
+from respond.metrics import Metrics
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
@@ -97,6 +98,7 @@ class Responses:
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
+        metrics: Metrics | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -109,6 +111,7 @@ class Responses:
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+        self.metrics = metrics or Metrics()
 
     # ------------------------------------------------------------ preparing
 
@@ -278,6 +281,7 @@ class Responses:
         builder = EventBuilder(
             run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
         )
+        clock = self.metrics.run_clock(run.resource.model)
         try:
             for event in builder.start():
                 yield event
@@ -287,8 +291,10 @@ class Responses:
                     yield event
             try:
                 if run.generate:
+                    clock.begin()
                     async with aclosing(run.engine.stream(run.turn)) as deltas:
                         async for delta in deltas:
+                            clock.saw(delta)
                             for event in builder.push(delta):
                                 yield event
                 ending = builder.finish()
@@ -309,6 +315,7 @@ class Responses:
                 # what was produced, marked cancelled, without yielding more.
                 run.turn.cancel.set()
                 builder.cancel()
+            clock.ended(builder.response)
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
 

@@ -28,6 +28,7 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Finish,
+    LoadReport,
     ModelInfo,
     TextDelta,
     TokenLogprob,
@@ -96,6 +97,7 @@ class LlamaCppEngine(Engine):
         self._loaded = threading.Event()
         self.load_error: str | None = None
         self._lock: asyncio.Lock | None = None
+        self._waiting = 0  # runs queued for the context (load_report)
 
     # ------------------------------------------------------------ loading
 
@@ -188,6 +190,11 @@ class LlamaCppEngine(Engine):
         if self.load_error is not None:
             raise EngineError(self.load_error, code="model_unavailable", status=503)
 
+    def load_report(self) -> LoadReport:
+        # One context, one sequence at a time: a single slot.
+        busy = self._lock is not None and self._lock.locked()
+        return LoadReport(slots=1, busy_slots=int(busy), queued=self._waiting)
+
     # ------------------------------------------------------------ generation
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
@@ -209,7 +216,11 @@ class LlamaCppEngine(Engine):
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(lock.release)
 
-        await lock.acquire()
+        self._waiting += 1
+        try:
+            await lock.acquire()
+        finally:
+            self._waiting -= 1
         worker = threading.Thread(
             target=self._work,
             args=(tokens, turn, emit, release),
