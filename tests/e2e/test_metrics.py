@@ -125,7 +125,7 @@ def test_request_id_header_matches_the_log(counted: Server) -> None:
     while "id=trace-42.a" not in counted.log() and time.monotonic() < deadline:
         time.sleep(0.1)
     log = counted.log()
-    assert f"GET /v1/models 200" in log and f"id={generated}" in log and "id=trace-42.a" in log
+    assert "GET /v1/models 200" in log and f"id={generated}" in log and "id=trace-42.a" in log
 
 
 def test_start_up_block(counted: Server) -> None:

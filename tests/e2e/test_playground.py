@@ -122,8 +122,8 @@ def test_second_turn_keeps_context(keyed: Server, tmp_path: Path) -> None:
     items = httpx.get(
         f"{keyed.base_url}/responses/{second['id']}/input_items", headers=AUTH, timeout=30
     ).json()["data"]
-    texts = [part["text"] for item in items if item["type"] == "message" for part in item["content"]]
-    assert "What is my name?" in texts
+    messages = [item for item in items if item["type"] == "message"]
+    assert "What is my name?" in [part["text"] for item in messages for part in item["content"]]
 
 
 def test_invalid_key_shows_the_servers_error(keyed: Server, tmp_path: Path) -> None:
