@@ -23,7 +23,8 @@ def redact_url(url: str) -> str:
         name = user.split(":", 1)[0]
         netloc = f"{name}:***@{host}" if ":" in user else f"{name}@{host}"
     query = urlencode(
-        [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query)]
+        [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query)],
+        safe="*",
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 

@@ -136,8 +136,9 @@ class Metrics:
 
     def observe_store(self, operation: str, seconds: float, failed: bool) -> None:
         self.store_duration.labels(operation).observe(seconds)
+        errors = self.store_errors.labels(operation)  # exists at 0, so rates can be taken
         if failed:
-            self.store_errors.labels(operation).inc()
+            errors.inc()
 
     def observe_request(self, route: str, model: str, status: int, seconds: float) -> None:
         self.requests.labels(route, model, str(status)).inc()
