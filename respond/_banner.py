@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from respond.engines._base import Engine
 
-__all__ = ["ready_banner", "redact_url", "store_label"]
+__all__ = ["base_url", "ready_banner", "redact_url", "store_label"]
 
 _SECRET_PARAMS = {"password", "sslpassword", "passfile", "sslkey"}
 
@@ -42,6 +42,10 @@ def _browsable(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def base_url(host: str, port: int) -> str:
+    return f"http://{_browsable(host)}:{port}"
+
+
 def _model_line(name: str, engine: Engine) -> str:
     info = engine.info
     facts = [info.backend]
@@ -66,7 +70,7 @@ def ready_banner(
     auth: bool,
     metrics_auth: bool,
 ) -> str:
-    base = f"http://{_browsable(host)}:{port}"
+    base = base_url(host, port)
     names = list(engines)
     body = json.dumps({"model": names[0], "input": "Say hello in one sentence."})
     key = ' -H "Authorization: Bearer $RESPOND_API_KEY"' if auth else ""

@@ -243,7 +243,7 @@ def serve(settings: Settings) -> None:
 
 
 def _announce(settings: Settings, engines: Mapping[str, Engine], *, auth: bool) -> None:
-    from respond._banner import ready_banner, store_label
+    from respond._banner import base_url, ready_banner, store_label
 
     store = store_label(settings.store_url, settings.data_dir)
     if settings.log_format == "json":
@@ -251,7 +251,7 @@ def _announce(settings: Settings, engines: Mapping[str, Engine], *, auth: bool) 
             "ready",
             extra={
                 "access": {
-                    "playground": f"http://{settings.host}:{settings.port}/",
+                    "playground": base_url(settings.host, settings.port) + "/",
                     "models": list(engines),
                     "store": store,
                     "auth": auth,

@@ -10,6 +10,7 @@ is shown if the command fails. Exits with the command's status.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import subprocess
@@ -23,7 +24,8 @@ HEADLINES = re.compile(
     r"^(Collecting|Building wheel|Building editable|Created wheel|Successfully|"
     r"Installing collected|Using cached|ERROR|error:|fatal)"
 )
-EVERY_SECONDS = 5.0  # at most one step line this often
+# At most one step line this often (the environment variable lets a test see every step).
+EVERY_SECONDS = float(os.environ.get("PROGRESS_EVERY_SECONDS", "5"))
 QUIET_SECONDS = 20.0  # say how long it has been when nothing else was shown
 
 

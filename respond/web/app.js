@@ -100,14 +100,14 @@ function requestBody(input) {
   return body;
 }
 
-async function send(input, shown) {
+async function send(input, shown, label) {
   if (chat.running) return;
   let body;
   try {
     if ($("chain-mode").value === "conversation" && !chat.conversationId) {
       const conversation = await api.createConversation();
       chat.conversationId = conversation.id;
-      remember(api.getKey(), "conversation", conversation.id, shown.textContent);
+      remember(api.getKey(), "conversation", conversation.id, label);
       renderHistory();
     }
     body = requestBody(input);
@@ -126,7 +126,7 @@ async function send(input, shown) {
       turn.handle(event);
       scrollDown();
     }, chat.running.signal);
-    finishTurn(turn, input, shown);
+    finishTurn(turn, input, label);
   } catch (error) {
     turn.node.remove();
     if (error.name !== "AbortError") append(errorTurn(error));
@@ -136,12 +136,12 @@ async function send(input, shown) {
   }
 }
 
-function finishTurn(turn, input, shown) {
+function finishTurn(turn, input, label) {
   const response = turn.response;
   if (!response) return;
   chat.local.push(...input, ...response.output);
   if (response.status !== "failed") chat.previousId = response.id;
-  if (response.store) remember(api.getKey(), "response", response.id, shown.textContent);
+  if (response.store) remember(api.getKey(), "response", response.id, label);
   renderHistory();
 }
 
@@ -149,11 +149,11 @@ function sendMessage() {
   const text = $("message").value.trim();
   if (!text) return;
   $("message").value = "";
-  send([{ type: "message", role: "user", content: text }], userTurn(text));
+  send([{ type: "message", role: "user", content: text }], userTurn(text), text);
 }
 
 function reply(callId, output) {
-  send([{ type: "function_call_output", call_id: callId, output }], toolResultTurn(callId, output));
+  send([{ type: "function_call_output", call_id: callId, output }], toolResultTurn(callId, output), `tool result ${callId}`);
 }
 
 function newChat() {
