@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -26,6 +27,10 @@ from respond.store.base import Store
 from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
+
+log = logging.getLogger("respond")
+
+LOADING_REPORT_SECONDS = 10.0
 
 
 def create_app(
@@ -73,9 +78,9 @@ def create_app(
         ]
         # Load in the background: /health answers 503 until the model is ready.
         tasks = [asyncio.ensure_future(loader) for loader in loaders]
-        if on_ready is not None:
-            tasks.append(asyncio.ensure_future(_when_loaded(list(tasks), on_ready)))
+        watcher = asyncio.ensure_future(_after_loading(tasks, on_ready))
         yield
+        watcher.cancel()  # it may still wait for a socket that never opened
         for task in tasks:
             await task
         for engine in engines.values():
@@ -129,8 +134,15 @@ def create_app(
     return app
 
 
-async def _when_loaded(
-    loading: list[asyncio.Future[None]], on_ready: Callable[[], Awaitable[None]]
+async def _after_loading(
+    loading: Sequence[asyncio.Future[None]], on_ready: Callable[[], Awaitable[None]] | None
 ) -> None:
-    await asyncio.gather(*loading)
-    await on_ready()
+    """Say every few seconds that loading goes on; then call on_ready (the banner)."""
+    started = time.monotonic()
+    pending = set(loading)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=LOADING_REPORT_SECONDS)
+        if pending:
+            log.info("still loading the model (%.0fs)", time.monotonic() - started)
+    if on_ready is not None:
+        await on_ready()

@@ -86,6 +86,7 @@ const scenarios = {
     await page.fill("#tools", JSON.stringify(tools, null, 2));
     await page.dispatchEvent("#tools", "change");
     await page.selectOption("#tool-choice", "function:get_weather");
+    await page.fill("#max-output-tokens", "60"); // room for the whole call
     const first = await say(page, "What is the weather in Paris?");
     const call = page.locator(".turn.assistant .item.function_call").first();
     await call.waitFor();
