@@ -30,6 +30,14 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server.stop()
 
 
+SHOTS = {
+    "stream": ["stream"],
+    "tool": ["tool-call", "tool-result"],
+    "chain": ["chain", "history"],
+    "badkey": ["bad-key"],
+}
+
+
 def drive(server: Server, scenario: str, out: Path) -> dict[str, Any]:
     """Run one browser scenario; its JSON report, or the failure with the driver's output."""
     done = subprocess.run(
@@ -37,13 +45,14 @@ def drive(server: Server, scenario: str, out: Path) -> dict[str, Any]:
         cwd=NODE_DIR,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert done.returncode == 0, f"{scenario} failed:\n{done.stderr}\n{done.stdout}"
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     # No request ever leaves the server: every URL the page loaded or called is on its origin.
     assert report["origins"] == [server.url]
-    assert (out / f"{scenario.replace('badkey', 'bad-key')}.png").stat().st_size > 10_000
+    for shot in SHOTS[scenario]:
+        assert (out / f"{shot}.png").stat().st_size > 10_000
     return report
 
 
