@@ -1,5 +1,6 @@
 """respond: the OpenAI Responses API for local and self-hosted models."""
 
+from respond._version import __version__
 from respond.app import create_app
 from respond.engines import (
     ChatMessage,
@@ -15,8 +16,6 @@ from respond.engines import (
     ToolCallStart,
     Usage,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ChatMessage",
