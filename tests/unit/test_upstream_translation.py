@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from respond.engines._base import (
+from respond.engines import (
     ChatMessage,
     ChatTurn,
     Finish,
     FunctionSpec,
     ReasoningDelta,
     Sampling,
+    SchemaFormat,
     TextDelta,
     ToolCall,
     ToolCallArgumentsDelta,
@@ -74,7 +75,7 @@ def test_chat_request_maps_every_field() -> None:
             sampling=Sampling(temperature=0.2, top_p=0.9, logprobs=True, top_logprobs=3, seed=7),
             max_output_tokens=64,
             reasoning_effort="low",
-            hints={"text_format_name": "answer", "text_format_strict": True},
+            schema_format=SchemaFormat(name="answer", strict=True),
         ),
         model="up-model",
         options=ChatOptions(max_tokens_param="max_completion_tokens"),
