@@ -181,10 +181,7 @@ class Responses:
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
         engine, turn, _ = await self.assemble(body, tenant)
-        try:
-            return await engine.count_tokens(turn)
-        except EngineError as exc:
-            raise APIError(exc.status, exc.message, code=exc.code) from exc
+        return await _count_tokens(engine, turn)
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -224,7 +221,7 @@ class Responses:
         if window is None:
             return
         while True:
-            tokens = await engine.count_tokens(turn)
+            tokens = await _count_tokens(engine, turn)
             if tokens < window:
                 return
             droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
@@ -325,6 +322,14 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+async def _count_tokens(engine: Engine, turn: ChatTurn) -> int:
+    """The engine's count, its failure (unsupported, upstream down) as the API's error."""
+    try:
+        return await engine.count_tokens(turn)
+    except EngineError as exc:
+        raise APIError(exc.status, exc.message, code=exc.code) from exc
 
 
 def _routing(body: CreateResponseBody, response_id: str) -> Routing:

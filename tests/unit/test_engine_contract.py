@@ -62,3 +62,13 @@ def test_a_load_failure_is_reported_by_health() -> None:
     assert body["status"] == "error"
     assert body["error"]["code"] == "model_unavailable"
     assert body["error"]["message"] == "could not load weights.gguf: file is truncated"
+
+
+def test_a_context_window_without_a_token_count_is_a_clear_501() -> None:
+    class WindowedEcho(EchoEngine):
+        info = ModelInfo(id="windowed", owned_by="tests", context_window=512, backend="echo")
+
+    with serving(create_app({"windowed": WindowedEcho()})) as url:
+        reply = httpx.post(f"{url}/v1/responses", json={"input": "hello"})
+    assert reply.status_code == 501
+    assert reply.json()["error"]["code"] == "unsupported"
