@@ -56,7 +56,7 @@ def _model_line(name: str, engine: Engine) -> str:
         facts.append(f"{report.slots} slot{'s' if report.slots != 1 else ''}")
     if info.upstreams:
         facts.append("via " + ", ".join(info.upstreams))
-    failed = getattr(engine, "load_error", None)
+    failed = engine.load_error
     state = f"  NOT LOADED: {failed}" if failed else ""
     return f"{name} ({', '.join(facts)}){state}"
 

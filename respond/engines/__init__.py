@@ -1,7 +1,8 @@
 """The engine seam, public: every name an engine author touches.
 
-An engine turns a ChatTurn into Deltas (see `Engine.stream`); respond builds items, events
-and stored records from them. `respond.testing` ships a scripted fake engine to test with.
+An engine turns a ChatTurn into Deltas (see `Engine.stream` for the rules their order
+follows, checked by `DeltaOrder`); respond builds items, events and stored records from
+them. `respond.testing` ships scripted fake engines to test with.
 """
 
 from respond.engines._base import (
@@ -16,7 +17,9 @@ from respond.engines._base import (
     LoadReport,
     ModelInfo,
     ReasoningDelta,
+    Routing,
     Sampling,
+    SchemaFormat,
     TextDelta,
     TokenLogprob,
     ToolCall,
@@ -28,12 +31,15 @@ from respond.engines._base import (
     UpstreamLoad,
     Usage,
 )
+from respond.engines._order import DeltaOrder
+from respond.engines._tools import visible_tools
 
 __all__ = [
     "ChatMessage",
     "ChatTurn",
     "ContextOverflowError",
     "Delta",
+    "DeltaOrder",
     "Engine",
     "EngineError",
     "Finish",
@@ -41,7 +47,9 @@ __all__ = [
     "LoadReport",
     "ModelInfo",
     "ReasoningDelta",
+    "Routing",
     "Sampling",
+    "SchemaFormat",
     "TextDelta",
     "TokenLogprob",
     "ToolCall",
@@ -52,4 +60,5 @@ __all__ = [
     "UnsupportedSchemaError",
     "UpstreamLoad",
     "Usage",
+    "visible_tools",
 ]
