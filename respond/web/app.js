@@ -241,7 +241,8 @@ async function loadModels() {
     status.textContent = health.status === "ok" ? "ready" : health.status || "unknown";
     status.dataset.state = health.status === "ok" ? "ok" : "warn";
   } catch (error) {
-    status.textContent = error.status === 401 ? "API key needed" : "unreachable";
+    const key = api.getKey() ? "API key rejected" : "API key needed";
+    status.textContent = error.status === 401 ? key : "unreachable";
     status.dataset.state = "error";
   }
 }
