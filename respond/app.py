@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from respond.api import chat, conversations, models, responses, websocket
+from respond.api import chat, conversations, messages, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
@@ -91,22 +91,33 @@ def create_app(
     app.include_router(websocket.router)
     app.include_router(conversations.router)
     app.include_router(chat.router)
+    app.include_router(messages.router)
     app.include_router(models.router)
 
+    # The Messages API's routes answer errors in Anthropic's envelope; the rest in OpenAI's.
+    def anthropic(request: Request) -> bool:
+        return request.url.path.startswith(messages.MESSAGES_PREFIX)
+
     @app.exception_handler(APIError)
-    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        if anthropic(request):
+            return messages.error_response(request, exc.status, exc.message, exc.__cause__)
         return JSONResponse(exc.body(), status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         message = "Not found." if exc.status_code == 404 else str(exc.detail)
+        if anthropic(request):
+            return messages.error_response(request, exc.status_code, message)
         return JSONResponse(error_body(message, type=kind), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"][1:]) or None
+        if anthropic(request):
+            return messages.error_response(request, 400, f"{param}: {first['msg']}")
         body = error_body(
             f"Invalid value for '{param}': {first['msg']}.",
             type="invalid_request_error",

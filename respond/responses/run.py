@@ -34,6 +34,7 @@ from respond.protocol.requests import (
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
+from respond.responses._stops import StopSequences
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
@@ -82,6 +83,8 @@ class PreparedRun:
     context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
     generate: bool = True
+    # The stop sequence (body.stop) the text ended at, once it has.
+    stop_sequence: str | None = None
 
 
 class Responses:
@@ -205,6 +208,7 @@ class Responses:
                 top_logprobs=body.top_logprobs or 0,
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
+                top_k=body.top_k or 0,
             ),
             max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
@@ -226,7 +230,9 @@ class Responses:
             droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
             if truncation != "auto" or len(droppable) <= 1:
                 overflow = ContextOverflowError(tokens, window)
-                raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+                raise APIError(
+                    400, str(overflow), param="input", code="context_length_exceeded"
+                ) from overflow  # the numbers, for APIs that word this their own way
             del turn.messages[droppable[0]]
             # A tool result must not lead the context without the call it answers.
             while len(turn.messages) > 1 and turn.messages[droppable[0]].role == "tool":
@@ -287,10 +293,8 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    async with aclosing(run.engine.stream(run.turn)) as deltas:
-                        async for delta in deltas:
-                            for event in builder.push(delta):
-                                yield event
+                    async for event in self._generate(run, builder):
+                        yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -311,6 +315,19 @@ class Responses:
                 builder.cancel()
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
+
+    async def _generate(
+        self, run: PreparedRun, builder: EventBuilder
+    ) -> AsyncGenerator[ev.Event, None]:
+        stops = StopSequences(run.body.stop)
+        async with aclosing(run.engine.stream(run.turn)) as deltas:
+            async for delta in deltas:
+                for kept in stops.push(delta):
+                    for event in builder.push(kept):
+                        yield event
+                if stops.matched is not None and run.stop_sequence is None:
+                    run.stop_sequence = stops.matched
+                    run.turn.cancel.set()  # the engine ends the turn with Usage and Finish
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
         if self.recorder is None or not run.resource.store:

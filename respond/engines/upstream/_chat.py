@@ -83,6 +83,8 @@ def chat_request(
         body["frequency_penalty"] = sampling.frequency_penalty
     if sampling.seed is not None:
         body["seed"] = sampling.seed
+    if sampling.top_k:
+        body["top_k"] = sampling.top_k  # llama-server, vLLM and Ollama accept it
     if sampling.logprobs:
         body["logprobs"] = True
         body["top_logprobs"] = sampling.top_logprobs

@@ -1,0 +1,104 @@
+"""POST /v1/messages and /v1/messages/count_tokens: the Anthropic Messages API, for Claude
+Code and the Anthropic SDKs, from the same run as /v1/responses (see _messages_wire.py).
+
+Errors on these routes use Anthropic's envelope and every answer carries a request-id
+header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from respond._ids import new_id
+from respond.api._common import counted, parse_body, run_to_end, tenant_of
+from respond.api._messages_wire import (
+    MessageStream,
+    error_type,
+    message_of,
+    request_body,
+)
+from respond.engines import ContextOverflowError
+from respond.protocol import events as ev
+from respond.protocol import messages as m
+from respond.protocol.errors import APIError
+from respond.responses.run import PreparedRun, Responses
+
+__all__ = ["MESSAGES_PREFIX", "error_response", "router"]
+
+router = APIRouter()
+
+MESSAGES_PREFIX = "/v1/messages"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+# `?beta=true` (Claude Code sends it) and the anthropic-version / anthropic-beta headers
+# are accepted and change nothing: respond serves one version of the API.
+
+
+@router.post("/v1/messages")
+async def create_message(request: Request) -> Response:
+    headers = {"request-id": _request_id(request)}
+    tenant = tenant_of(request, x_api_key=True)
+    body = await parse_body(request, m.MessagesBody, max_bytes=request.app.state.max_body_bytes)
+    service: Responses = request.app.state.responses
+    engine = service.engine_for(body.model)
+    run = await service.prepare(
+        request_body(body, engine=engine, sealer=service.sealer), tenant=tenant
+    )
+    if body.stream:
+        frames = _frames(run, counted(request, service.events(run)))
+        headers.update(SSE_HEADERS)
+        return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+    response = await run_to_end(request, service, run)
+    if response.status == "failed" and response.error is not None:
+        raise APIError(run.failure_status, response.error.message, code=response.error.code)
+    return JSONResponse(message_of(response, run).wire(), headers=headers)
+
+
+@router.post("/v1/messages/count_tokens")
+async def count_tokens(request: Request) -> JSONResponse:
+    headers = {"request-id": _request_id(request)}
+    tenant = tenant_of(request, x_api_key=True)
+    body = await parse_body(request, m.CountTokensBody, max_bytes=request.app.state.max_body_bytes)
+    service: Responses = request.app.state.responses
+    engine = service.engine_for(body.model)
+    run_body = request_body(body, engine=engine, sealer=service.sealer)
+    tokens = await service.count_input_tokens(run_body, tenant)
+    return JSONResponse({"input_tokens": tokens}, headers=headers)
+
+
+async def _frames(run: PreparedRun, events: AsyncIterator[ev.Event]) -> AsyncIterator[bytes]:
+    stream = MessageStream(run)
+    async for event in events:
+        for out in stream.translate(event):
+            yield f"event: {out.type}\ndata: {out.model_dump_json()}\n\n".encode()
+
+
+def _request_id(request: Request) -> str:
+    """This request's id, made once: the success answer and any error share it."""
+    rid: str | None = getattr(request.state, "request_id", None)
+    if rid is None:
+        rid = new_id("req")
+        request.state.request_id = rid
+    return rid
+
+
+def error_response(
+    request: Request, status: int, message: str, cause: object = None
+) -> JSONResponse:
+    """An error in Anthropic's envelope, with the request-id header."""
+    if isinstance(cause, ContextOverflowError):
+        # Claude Code looks for "prompt is too long" to compact its conversation.
+        message = (
+            f"prompt is too long: {cause.prompt_tokens} tokens > "
+            f"{cause.context_window - 1} maximum (the model's context window is "
+            f"{cause.context_window} tokens, and output needs room too)"
+        )
+    rid = _request_id(request)
+    body = m.ErrorBody(
+        error=m.ErrorDetail(type=error_type(status), message=message), request_id=rid
+    )
+    return JSONResponse(body.wire(), status_code=status, headers={"request-id": rid})
