@@ -212,9 +212,30 @@ def _converter() -> Any:
 def _value_rule(converter: Any, schema: Mapping[str, Any] | None, name: str, url: str) -> str:
     if schema is None:
         return str(converter._add_primitive("object", PRIMITIVE_RULES["object"]))
-    prefixed = _prefix_defs(json.loads(json.dumps(schema)), name)
+    prefixed = _prefix_defs(_any_where_untyped(json.loads(json.dumps(schema))), name)
     resolved = converter.resolve_refs(prefixed, url)
     return str(converter.visit(resolved, name))
+
+
+def _any_where_untyped(schema: Any, *, root: bool = True) -> Any:
+    """Give every subschema that only annotates (`{}`, `{"description": ...}`: any JSON
+    value) every type, which llama.cpp's converter understands; it rejects such a schema,
+    or reads `{}` as "an object" (right at the root only: arguments are an object)."""
+    if not isinstance(schema, dict):
+        return schema
+    if not root and all(key in _ANNOTATIONS for key in schema):
+        schema["type"] = sorted(_TYPES)
+        return schema
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                _any_where_untyped(sub, root=False)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                _any_where_untyped(sub, root=False)
+        elif key in ("items", "additionalProperties"):
+            _any_where_untyped(value, root=False)
+    return schema
 
 
 def _prefix_defs(schema: Any, prefix: str) -> Any:
