@@ -271,7 +271,10 @@ def test_a_server_tool_is_a_400_naming_its_type(server: Server) -> None:
 
 
 def test_a_tampered_thinking_signature_is_a_400(server: Server) -> None:
-    assistant = [{"type": "thinking", "thinking": "hm", "signature": "forged"}, {"type": "text", "text": "Yes."}]
+    assistant = [
+        {"type": "thinking", "thinking": "hm", "signature": "forged"},
+        {"type": "text", "text": "Yes."},
+    ]
     body = {
         **BASE,
         "messages": [
@@ -290,19 +293,31 @@ def test_a_tampered_thinking_signature_is_a_400(server: Server) -> None:
     "block",
     [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
-        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"}},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"},
+        },
     ],
 )
 def test_images_and_pdfs_on_a_text_only_model_are_a_400(
     server: Server, block: dict[str, Any]
 ) -> None:
-    body = {**BASE, "messages": [{"role": "user", "content": [block, {"type": "text", "text": "?"}]}]}
+    body = {
+        **BASE,
+        "messages": [{"role": "user", "content": [block, {"type": "text", "text": "?"}]}],
+    }
     assert "messages.0.content.0" in error_of(post(server, body), 400, "invalid_request_error")
 
 
 def test_a_plain_text_document_is_read(server: Server) -> None:
-    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Paris is sunny."}}
-    body = {**BASE, "messages": [{"role": "user", "content": [doc, {"type": "text", "text": PROMPT}]}]}
+    doc = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "Paris is sunny."},
+    }
+    body = {
+        **BASE,
+        "messages": [{"role": "user", "content": [doc, {"type": "text", "text": PROMPT}]}],
+    }
     assert text_of(message(server, body))
 
 
@@ -312,7 +327,9 @@ def test_a_plain_text_document_is_read(server: Server) -> None:
 def test_errors_use_anthropics_envelope(server: Server) -> None:
     missing = post(server, {"model": BUNDLED_ALIAS, "messages": [{"role": "user", "content": "x"}]})
     assert "max_tokens" in error_of(missing, 400, "invalid_request_error")
-    unknown = post(server, {**BASE, "model": "claude-nope", "messages": [{"role": "user", "content": "x"}]})
+    unknown = post(
+        server, {**BASE, "model": "claude-nope", "messages": [{"role": "user", "content": "x"}]}
+    )
     assert "claude-nope" in error_of(unknown, 404, "not_found_error")
     role = post(server, {**BASE, "messages": [{"role": "tool", "content": "x"}]})
     error_of(role, 400, "invalid_request_error")
@@ -338,7 +355,9 @@ def test_a_prompt_longer_than_the_context_says_by_how_much(server: Server) -> No
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(Path(tmp_path_factory.mktemp("messages-keyed")), "--threads", "2", "--api-key", KEY)
+    srv = start_server(
+        Path(tmp_path_factory.mktemp("messages-keyed")), "--threads", "2", "--api-key", KEY
+    )
     yield srv
     srv.stop()
 
