@@ -68,6 +68,10 @@ _TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array",
 # Keywords whose value is a map of name -> subschema.
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+# Length and count bounds become one grammar rule per step: Claude Code's `maxLength:
+# 524288` alone would be a 4 MB grammar. Larger bounds are not enforced.
+_BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
+_MAX_BOUND = 1000
 
 
 def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
@@ -91,6 +95,8 @@ def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
 def _unsupported_value(keyword: str, value: Any, where: str) -> tuple[str, str] | None:
     if keyword == "format" and value not in _FORMATS:
         return (f"format: {value}", where)
+    if keyword in _BOUNDS and isinstance(value, int) and value > _MAX_BOUND:
+        return (f"{keyword}: {value} (above {_MAX_BOUND})", where)
     if keyword == "type":
         kinds = value if isinstance(value, list) else [value]
         if any(kind not in _TYPES for kind in kinds):
