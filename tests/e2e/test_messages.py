@@ -16,13 +16,12 @@ from typing import Any
 import anthropic.types as at
 import httpx
 import pytest
-from pydantic import BaseModel, TypeAdapter
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support.anthropic_types import strict, strict_event
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
 
-EVENT: TypeAdapter[at.RawMessageStreamEvent] = TypeAdapter(at.RawMessageStreamEvent)
 PROMPT = "Reply with one word: yes or no?"
 BASE: dict[str, Any] = {"model": BUNDLED_ALIAS, "max_tokens": 16, "temperature": 0}
 WEATHER = {
@@ -36,13 +35,6 @@ WEATHER = {
     },
 }
 KEY = "messages-test-key"
-
-
-def strict(model: type[BaseModel], raw: dict[str, Any]) -> Any:
-    """Parse with the SDK's type and insist nothing was left over or unknown."""
-    parsed = model.model_validate(raw)
-    assert parsed.model_dump(mode="json", exclude_unset=True) == raw
-    return parsed
 
 
 def post(server: Server, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
@@ -60,16 +52,6 @@ def stream(server: Server, body: dict[str, Any]) -> list[dict[str, Any]]:
     for event in events:
         strict_event(event)
     return events
-
-
-def strict_event(event: dict[str, Any]) -> None:
-    if event["type"] == "ping":  # the SDK skips pings: it has no type for them
-        assert event == {"type": "ping"}
-    elif event["type"] == "error":
-        strict(at.ErrorResponse, {**event, "request_id": None})
-    else:
-        parsed = EVENT.validate_python(event)
-        assert parsed.model_dump(mode="json", exclude_unset=True) == event
 
 
 def message(server: Server, body: dict[str, Any]) -> dict[str, Any]:
