@@ -8,12 +8,14 @@ header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from respond._ids import new_id
-from respond.api._common import counted, parse_body, run_to_end, tenant_of
+from respond.api._common import JSONRoute, counted, run_to_end, tenant_of
+from respond.api._docs import json_or_sse
 from respond.api._messages_wire import (
     MessageStream,
     error_type,
@@ -28,21 +30,25 @@ from respond.responses.run import PreparedRun, Responses
 
 __all__ = ["MESSAGES_PREFIX", "error_response", "router"]
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute, tags=["messages"])
 
 MESSAGES_PREFIX = "/v1/messages"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": m.ErrorBody, "description": "The request is wrong (Anthropic's envelope)"},
+    "5XX": {"model": m.ErrorBody, "description": "The server or an upstream failed"},
+}
 
 
 # `?beta=true` (Claude Code sends it) and the anthropic-version / anthropic-beta headers
 # are accepted and change nothing: respond serves one version of the API.
 
 
-@router.post("/v1/messages")
-async def create_message(request: Request) -> Response:
+@router.post("/v1/messages", responses={**json_or_sse(m.Message), **ERRORS})
+async def create_message(request: Request, body: m.MessagesBody) -> Response:
+    """A Message (Anthropic's Messages API): JSON, or Server-Sent Events with `stream: true`."""
     headers = {"request-id": _request_id(request)}
     tenant = tenant_of(request, x_api_key=True)
-    body = await parse_body(request, m.MessagesBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     engine = service.engine_for(body.model)
     run = await service.prepare(
@@ -58,11 +64,11 @@ async def create_message(request: Request) -> Response:
     return JSONResponse(message_of(response, run).wire(), headers=headers)
 
 
-@router.post("/v1/messages/count_tokens")
-async def count_tokens(request: Request) -> JSONResponse:
+@router.post("/v1/messages/count_tokens", response_model=m.TokenCount, responses=ERRORS)
+async def count_tokens(request: Request, body: m.CountTokensBody) -> JSONResponse:
+    """How many input tokens a Messages request would cost (template and tools included)."""
     headers = {"request-id": _request_id(request)}
     tenant = tenant_of(request, x_api_key=True)
-    body = await parse_body(request, m.CountTokensBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     engine = service.engine_for(body.model)
     run_body = request_body(body, engine=engine, sealer=service.sealer)

@@ -37,6 +37,7 @@ __all__ = [
     "TextDelta",
     "ThinkingBlock",
     "ThinkingDelta",
+    "TokenCount",
     "ToolUseBlock",
 ]
 
@@ -319,6 +320,12 @@ ErrorType = Literal[
 class ErrorDetail(Wire):
     type: ErrorType
     message: str
+
+
+class TokenCount(Wire):
+    """The answer to POST /v1/messages/count_tokens."""
+
+    input_tokens: int
 
 
 class ErrorBody(Wire):

@@ -11,9 +11,9 @@ import httpx
 
 from respond.app import create_app
 from respond.engines import _base as d
+from respond.testing import ScriptedEngine
 from tests.support.anthropic_types import strict, strict_event
 from tests.support.inproc import serving
-from tests.support.scripted import ScriptedEngine
 from tests.support.sse import read_events
 
 ASK: dict[str, Any] = {"max_tokens": 50, "messages": [{"role": "user", "content": "Sure?"}]}
