@@ -16,6 +16,8 @@ from tests.support.anthropic_types import strict, strict_event
 from tests.support.inproc import serving
 from tests.support.sse import read_events
 
+# An empty turn, ended by the rules (Usage, then Finish).
+DONE: list[d.Delta] = [d.Usage(1, 0), d.Finish("stop")]
 ASK: dict[str, Any] = {"max_tokens": 50, "messages": [{"role": "user", "content": "Sure?"}]}
 
 
@@ -30,7 +32,7 @@ def thinking_then_text() -> list[d.Delta]:
 
 
 def test_thinking_comes_back_with_a_sealed_signature_that_opens_again() -> None:
-    engine = ScriptedEngine([thinking_then_text(), [d.TextDelta("Sure."), d.Finish("stop")]])
+    engine = ScriptedEngine([thinking_then_text(), [d.TextDelta("Sure."), *DONE]])
     with serving(create_app({engine.info.id: engine})) as url:
         first = httpx.post(f"{url}/v1/messages", json=ASK)
         assert first.status_code == 200, first.text
@@ -82,7 +84,7 @@ def test_streamed_thinking_ends_with_its_signature() -> None:
 
 
 def test_clear_thinking_drops_older_thinking_from_the_context() -> None:
-    engine = ScriptedEngine([thinking_then_text(), thinking_then_text(), []])
+    engine = ScriptedEngine([thinking_then_text(), thinking_then_text(), DONE])
     with serving(create_app({engine.info.id: engine})) as url:
         turns = [httpx.post(f"{url}/v1/messages", json=ASK).json()["content"] for _ in range(2)]
         history = [
@@ -127,7 +129,7 @@ def test_a_failure_before_anything_streamed_is_an_error_status() -> None:
 
 
 def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
-    engine = ScriptedEngine([[], [], [], []])
+    engine = ScriptedEngine([DONE, DONE, DONE, DONE])
     cases = [
         ({"thinking": {"type": "disabled"}}, "none"),
         ({"thinking": {"type": "enabled", "budget_tokens": 2048}}, "low"),
