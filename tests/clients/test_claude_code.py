@@ -72,6 +72,8 @@ def run_claude(tmp: Path, server: Server, *args: str, timeout: float) -> dict[st
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "48",
+        # A 12k-token prompt takes minutes on two busy cores: no client-side timeout first.
+        "API_TIMEOUT_MS": str(int(timeout * 1000)),
     }
     done = subprocess.run(
         [str(CLAUDE), "-p", PROMPT, "--output-format", "json", *args],
