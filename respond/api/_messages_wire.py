@@ -401,7 +401,7 @@ class MessageStream:
         error = response.error
         message = error.message if error else f"The response ended {response.status}."
         kind = error_type(self._run.failure_status)
-        return [m.ErrorBody(error=m.ErrorDetail(type=kind, message=message))]
+        return [m.MessagesError(error=m.MessagesErrorDetail(type=kind, message=message))]
 
 
 def _opened(item: OutputItem) -> m.ContentBlock:

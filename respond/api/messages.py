@@ -35,8 +35,8 @@ router = APIRouter(route_class=JSONRoute, tags=["messages"])
 MESSAGES_PREFIX = "/v1/messages"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 ERRORS: dict[int | str, dict[str, Any]] = {
-    "4XX": {"model": m.ErrorBody, "description": "The request is wrong (Anthropic's envelope)"},
-    "5XX": {"model": m.ErrorBody, "description": "The server or an upstream failed"},
+    "4XX": {"model": m.MessagesError, "description": "The request is wrong (Anthropic's envelope)"},
+    "5XX": {"model": m.MessagesError, "description": "The server or an upstream failed"},
 }
 
 
@@ -104,7 +104,7 @@ def error_response(
             f"{cause.context_window} tokens, and output needs room too)"
         )
     rid = _request_id(request)
-    body = m.ErrorBody(
-        error=m.ErrorDetail(type=error_type(status), message=message), request_id=rid
+    body = m.MessagesError(
+        error=m.MessagesErrorDetail(type=error_type(status), message=message), request_id=rid
     )
     return JSONResponse(body.wire(), status_code=status, headers={"request-id": rid})

@@ -18,8 +18,8 @@ __all__ = [
     "ContentBlockStart",
     "ContentBlockStop",
     "CountTokensBody",
-    "ErrorBody",
-    "ErrorDetail",
+    "MessagesError",
+    "MessagesErrorDetail",
     "InputJsonDelta",
     "Message",
     "MessageDelta",
@@ -317,7 +317,7 @@ ErrorType = Literal[
 ]
 
 
-class ErrorDetail(Wire):
+class MessagesErrorDetail(Wire):
     type: ErrorType
     message: str
 
@@ -328,11 +328,11 @@ class TokenCount(Wire):
     input_tokens: int
 
 
-class ErrorBody(Wire):
+class MessagesError(Wire):
     """The error envelope, as a JSON body and as the `error` stream event."""
 
     type: Literal["error"] = "error"
-    error: ErrorDetail
+    error: MessagesErrorDetail
     request_id: str | None = omit_none()
 
 
@@ -344,5 +344,5 @@ StreamEvent = (
     | ContentBlockStop
     | MessageDelta
     | MessageStop
-    | ErrorBody
+    | MessagesError
 )
