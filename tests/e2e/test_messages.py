@@ -21,6 +21,7 @@ from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.anthropic_types import strict, strict_event
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
+from tests.support.upstreams import start_fake, write_config
 
 PROMPT = "Reply with one word: yes or no?"
 BASE: dict[str, Any] = {"model": BUNDLED_ALIAS, "max_tokens": 16, "temperature": 0}
@@ -380,3 +381,93 @@ def test_a_client_that_hangs_up_stops_generation(keyed: Server) -> None:
     line = next(x for x in keyed.log().splitlines() if "generation cancelled" in x)
     assert int(line.split("after ")[1].split()[0]) < 2000
     assert "POST /v1/messages 200" in keyed.log()  # in the access log like any request
+
+
+# ---------------------------------------------------------------- upstream engines
+
+
+@pytest.fixture(scope="module")
+def fronted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """respond in front of the scripted FAKE upstream (tests/support/fake_upstream.py):
+    thinking and parallel tool calls a tiny real model can't produce on demand."""
+    tmp = Path(tmp_path_factory.mktemp("messages-upstream"))
+    fake = start_fake(tmp / "fake", "a")
+    tables = [
+        f'[models.chat-{name}]\nupstream = "{fake.base_url}"\nmodel = "{name}"\n'
+        for name in ("tools", "reasoning", "think", "error500")
+    ]
+    tables.append(
+        f'[models.resp-tools]\nupstream = "{fake.base_url}"\napi = "responses"\nmodel = "tools"\n'
+    )
+    srv = start_server(tmp, "--config", str(write_config(tmp, "\n".join(tables))))
+    yield srv
+    srv.stop()
+    fake.stop()
+
+
+def ask(model: str) -> dict[str, Any]:
+    return {
+        "model": model,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "both please"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "calls"),
+    [
+        ("chat-tools", [("get_weather", {"city": "Paris"}), ("get_time", {"tz": "UTC"})]),
+        ("resp-tools", [("get_weather", {"city": "Oslo"})]),
+    ],
+)
+def test_tool_calls_from_an_upstream_are_tool_use_blocks(
+    fronted: Server, model: str, calls: list[tuple[str, dict[str, Any]]]
+) -> None:
+    tools = [
+        {"name": "get_weather", "input_schema": {"type": "object"}},
+        {"name": "get_time", "input_schema": {"type": "object"}},
+    ]
+    msg = message(fronted, {**ask(model), "tools": tools})
+    assert [(b["type"], b["name"], b["input"]) for b in msg["content"]] == [
+        ("tool_use", name, arguments) for name, arguments in calls
+    ]
+    assert all(b["id"].startswith("toolu_") for b in msg["content"])
+    assert msg["stop_reason"] == "tool_use"
+
+
+def test_reasoning_content_from_an_upstream_is_a_signed_thinking_block(fronted: Server) -> None:
+    msg = message(fronted, ask("chat-reasoning"))
+    thinking, text = msg["content"]
+    assert (thinking["type"], thinking["thinking"], text["text"]) == (
+        "thinking",
+        "Let me think.",
+        "Answer.",
+    )
+    assert thinking["signature"]
+    assert msg["usage"]["cache_read_input_tokens"] == 16
+    history = [
+        *ask("chat-reasoning")["messages"],
+        {"role": "assistant", "content": msg["content"]},
+        {"role": "user", "content": "and?"},
+    ]
+    assert post(fronted, {**ask("chat-reasoning"), "messages": history}).status_code == 200
+    events = stream(fronted, ask("chat-reasoning"))
+    first = [e for e in events if e.get("index") == 0]
+    kinds = [e["delta"]["type"] if "delta" in e else e["type"] for e in first]
+    assert kinds[0] == "content_block_start" and "thinking_delta" in kinds
+    assert kinds[-2:] == ["signature_delta", "content_block_stop"]
+
+
+def test_think_tags_from_an_upstream_are_a_thinking_block(fronted: Server) -> None:
+    msg = message(fronted, ask("chat-think"))
+    assert [(b["type"], b.get("thinking") or b.get("text")) for b in msg["content"]] == [
+        ("thinking", "pondering"),
+        ("text", "Done."),
+    ]
+
+
+def test_an_upstream_failure_is_an_api_error(fronted: Server) -> None:
+    error_of(post(fronted, ask("chat-error500")), 502, "api_error")
+    events = stream(fronted, ask("chat-error500"))
+    assert [e["type"] for e in events] == ["message_start", "ping", "error"]
+    assert events[-1]["error"]["type"] == "api_error"
