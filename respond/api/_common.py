@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,7 +140,9 @@ async def sse_frames(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
 # ---------------------------------------------------------------- running a prepared run
 
 
-async def counted(request: Request, events: AsyncIterator[ev.Event]) -> AsyncIterator[ev.Event]:
+async def counted(
+    request: Request, events: AsyncIterator[ev.Event]
+) -> AsyncGenerator[ev.Event, None]:
     """Pass events through, noting the final usage for the access log."""
     async for event in events:
         if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):

@@ -7,7 +7,9 @@ header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -76,11 +78,42 @@ async def count_tokens(request: Request, body: m.CountTokensBody) -> JSONRespons
     return JSONResponse({"input_tokens": tokens}, headers=headers)
 
 
-async def _frames(run: PreparedRun, events: AsyncIterator[ev.Event]) -> AsyncIterator[bytes]:
+# A long prompt can take minutes to read on a CPU before the first token; Claude Code
+# gives up on a stream that stays silent for 5 minutes, so silence is filled with pings.
+PING_EVERY = 10.0
+
+
+async def _frames(run: PreparedRun, events: AsyncGenerator[ev.Event, None]) -> AsyncIterator[bytes]:
     stream = MessageStream(run)
-    async for event in events:
-        for out in stream.translate(event):
+    async for event in _with_pings(events, PING_EVERY):
+        for out in stream.translate(event) if event is not None else [m.Ping()]:
             yield f"event: {out.type}\ndata: {out.model_dump_json()}\n\n".encode()
+
+
+async def _with_pings(
+    events: AsyncGenerator[ev.Event, None], every: float
+) -> AsyncIterator[ev.Event | None]:
+    """`events`, with a None after each `every` seconds that pass without one."""
+    ahead: asyncio.Future[ev.Event] = asyncio.ensure_future(anext(events))
+    try:
+        while True:
+            done, _ = await asyncio.wait({ahead}, timeout=every)
+            if not done:
+                yield None
+                continue
+            try:
+                event = ahead.result()
+            except StopAsyncIteration:
+                return
+            yield event
+            ahead = asyncio.ensure_future(anext(events))
+    finally:
+        # The client left (or the run ended): stop the run where it waits, then close it,
+        # which cancels generation.
+        ahead.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await ahead
+        await events.aclose()
 
 
 def _request_id(request: Request) -> str:

@@ -8,7 +8,9 @@ from typing import Any
 
 import anthropic.types as at
 import httpx
+import pytest
 
+from respond.api import messages
 from respond.app import create_app
 from respond.engines import _base as d
 from respond.testing import ScriptedEngine
@@ -140,3 +142,22 @@ def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
         for extra, _ in cases:
             assert httpx.post(f"{url}/v1/messages", json={**ASK, **extra}).status_code == 200
     assert [t.reasoning_effort for t in engine.turns] == [effort for _, effort in cases]
+
+
+def test_silence_before_the_first_token_is_filled_with_pings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(messages, "PING_EVERY", 0.05)
+    engine = ScriptedEngine([[d.TextDelta("late"), *DONE]], delay=0.4)  # a slow prompt read
+    with (
+        serving(create_app({engine.info.id: engine})) as url,
+        httpx.stream("POST", f"{url}/v1/messages", json={**ASK, "stream": True}) as reply,
+    ):
+        events = list(read_events(reply))
+    for event in events:
+        strict_event(event)
+    types = [e["type"] for e in events]
+    first_text = types.index("content_block_start")
+    assert types[:2] == ["message_start", "ping"]
+    assert types[2:first_text].count("ping") >= 3  # kept coming while the engine was silent
+    assert types[-1] == "message_stop"
