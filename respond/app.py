@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from respond._access import AccessLog
 from respond._version import __version__
-from respond.api import chat, conversations, metrics, models, responses, web, websocket
+from respond.api import chat, conversations, messages, metrics, models, responses, web, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.metrics import Metrics
@@ -116,23 +116,35 @@ def create_app(
     app.include_router(websocket.router)
     app.include_router(conversations.router)
     app.include_router(chat.router)
+    app.include_router(messages.router)
     app.include_router(models.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
 
+    # The Messages API's routes answer errors in Anthropic's envelope; the rest in OpenAI's.
+    def anthropic(request: Request) -> bool:
+        return request.url.path.startswith(messages.MESSAGES_PREFIX)
+
     @app.exception_handler(APIError)
-    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        if anthropic(request):
+            return messages.error_response(request, exc.status, exc.message, exc.__cause__)
         return JSONResponse(exc.body(), status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         message = "Not found." if exc.status_code == 404 else str(exc.detail)
+        if anthropic(request):
+            return messages.error_response(request, exc.status_code, message)
         return JSONResponse(error_body(message, type=kind), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(*_request_error(exc))
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        body, status = _request_error(exc)
+        if anthropic(request):
+            return messages.error_response(request, status, body["error"]["message"])
+        return JSONResponse(body, status_code=status)
 
     app.add_middleware(AccessLog, metrics=meters)
     return app

@@ -104,6 +104,7 @@ class Sampling:
     top_logprobs: int = 0
     logprobs: bool = False
     seed: int | None = None
+    top_k: int = 0  # 0: no top-k cut
 
 
 @dataclass(frozen=True)

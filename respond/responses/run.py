@@ -28,7 +28,7 @@ from respond.engines._base import (
     SchemaFormat,
 )
 from respond.engines._order import checked
-from respond.metrics import Metrics
+from respond.metrics import Metrics, RunClock
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
@@ -38,6 +38,7 @@ from respond.protocol.requests import (
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
+from respond.responses._stops import StopSequences
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
@@ -86,6 +87,8 @@ class PreparedRun:
     context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
     generate: bool = True
+    # The stop sequence (body.stop) the text ended at, once it has.
+    stop_sequence: str | None = None
 
 
 class Responses:
@@ -209,6 +212,7 @@ class Responses:
                 top_logprobs=body.top_logprobs or 0,
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
+                top_k=body.top_k or 0,
             ),
             max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
@@ -230,7 +234,9 @@ class Responses:
             droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
             if truncation != "auto" or len(droppable) <= 1:
                 overflow = ContextOverflowError(tokens, window)
-                raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+                raise APIError(
+                    400, str(overflow), param="input", code="context_length_exceeded"
+                ) from overflow  # the numbers, for APIs that word this their own way
             del turn.messages[droppable[0]]
             # A tool result must not lead the context without the call it answers.
             while len(turn.messages) > 1 and turn.messages[droppable[0]].role == "tool":
@@ -292,14 +298,8 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    clock.begin()
-                    async with aclosing(
-                        checked(run.engine.stream(run.turn), run.turn.cancel)
-                    ) as deltas:
-                        async for delta in deltas:
-                            clock.saw(delta)
-                            for event in builder.push(delta):
-                                yield event
+                    async for event in self._generate(run, builder, clock):
+                        yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -321,6 +321,21 @@ class Responses:
             clock.ended(builder.response)
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
+
+    async def _generate(
+        self, run: PreparedRun, builder: EventBuilder, clock: RunClock
+    ) -> AsyncGenerator[ev.Event, None]:
+        stops = StopSequences(run.body.stop)
+        clock.begin()
+        async with aclosing(checked(run.engine.stream(run.turn), run.turn.cancel)) as deltas:
+            async for delta in deltas:
+                clock.saw(delta)
+                for kept in stops.push(delta):
+                    for event in builder.push(kept):
+                        yield event
+                if stops.matched is not None and run.stop_sequence is None:
+                    run.stop_sequence = stops.matched
+                    run.turn.cancel.set()  # the engine ends the turn with Usage and Finish
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
         if self.recorder is None or not run.resource.store:

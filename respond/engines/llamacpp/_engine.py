@@ -330,7 +330,7 @@ class LlamaCppEngine(Engine):
                 tokens,
                 temp=sampling.temperature,
                 top_p=sampling.top_p,
-                top_k=0,
+                top_k=sampling.top_k,
                 min_p=0.0,
                 repeat_penalty=1.0,
                 presence_penalty=sampling.presence_penalty,
