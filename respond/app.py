@@ -14,12 +14,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from respond._config import McpSettings
 from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
 from respond.responses.background import Runs
 from respond.responses.history import History
+from respond.responses.hosted.mcp import McpTools
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
 from respond.store.base import Store
@@ -40,6 +42,7 @@ def create_app(
     sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
+    mcp: McpSettings | None = None,
 ) -> FastAPI:
     history = History(store)
     service = Responses(
@@ -49,6 +52,7 @@ def create_app(
         sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
+        mcp=McpTools(mcp),
     )
     runs = Runs(service, store) if store is not None else None
 

@@ -37,6 +37,9 @@ from respond.protocol.resource import ReasoningConfig, ResponseResource, TextCon
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
+from respond.responses.hosted import Hosted
+from respond.responses.hosted._loop import run_turns
+from respond.responses.hosted.mcp import McpTools, echo_mcp_tool
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
@@ -82,6 +85,8 @@ class PreparedRun:
     context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
     generate: bool = True
+    # The tools respond runs itself (MCP), listed and resolved by prepare.
+    hosted: Hosted = field(default_factory=Hosted)
 
 
 class Responses:
@@ -97,6 +102,7 @@ class Responses:
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
+        mcp: McpTools | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -109,6 +115,7 @@ class Responses:
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+        self.mcp = mcp or McpTools()
 
     # ------------------------------------------------------------ preparing
 
@@ -139,7 +146,7 @@ class Responses:
         WebSocket connection remembers the responses it created, store:false ones too);
         previous_response_id is then not looked up in the store.
         """
-        engine, turn, context = await self.assemble(body, tenant, remembered)
+        engine, turn, context, hosted = await self.assemble(body, tenant, remembered)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
@@ -154,6 +161,7 @@ class Responses:
             input_items=context.new_stored,
             tenant=tenant,
             context=context.items,
+            hosted=hosted,
         )
 
     async def assemble(
@@ -161,8 +169,9 @@ class Responses:
         body: CreateResponseBody,
         tenant: str | None,
         remembered: Sequence[InputItem] | None = None,
-    ) -> tuple[Engine, ChatTurn, Context]:
-        """The engine and the turn a body asks for, with stored history in front of its input."""
+    ) -> tuple[Engine, ChatTurn, Context, Hosted]:
+        """The engine and the turn a body asks for, with stored history in front of its input,
+        and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
@@ -171,28 +180,33 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
-        messages = items_to_messages(context.items, vision=vision)
+        hosted = await self.mcp.prepare(body, context.history, context.new)
+        messages = items_to_messages(context.items, vision=vision, mcp_names=hosted.visible)
         if body.instructions:
             messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        return engine, self._turn(body, engine, messages), context
+        return engine, self._turn(body, engine, messages, hosted), context, hosted
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
-        engine, turn, _ = await self.assemble(body, tenant)
+        engine, turn, _, _ = await self.assemble(body, tenant)
         try:
             return await engine.count_tokens(turn)
         except EngineError as exc:
             raise APIError(exc.status, exc.message, code=exc.code) from exc
 
     def _turn(
-        self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
+        self,
+        body: CreateResponseBody,
+        engine: Engine,
+        messages: list[ChatMessage],
+        hosted: Hosted,
     ) -> ChatTurn:
-        specs = function_specs(body, engine)
+        specs = function_specs(body, engine) + hosted.specs()
         json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
             messages=messages,
             tools=specs,
-            tool_choice=tool_choice(body, specs),
+            tool_choice=tool_choice(body, specs, hosted.forced),
             parallel_tool_calls=body.parallel_tool_calls,
             max_tool_calls=body.max_tool_calls,
             json_schema=json_schema,
@@ -245,7 +259,7 @@ class Responses:
             model=engine.info.id,
             previous_response_id=body.previous_response_id,
             instructions=body.instructions,
-            tools=[_echo_tool(tool) for tool in body.tools if tool.get("type") == "function"],
+            tools=_echo_tools(body.tools),
             tool_choice=_echo_tool_choice(body.tool_choice),
             truncation=body.truncation or "disabled",
             parallel_tool_calls=body.parallel_tool_calls,
@@ -276,7 +290,10 @@ class Responses:
         """The run's events, from response.created to exactly one terminal event."""
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
         builder = EventBuilder(
-            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+            run.resource,
+            seal_reasoning=seal,
+            custom_tools=custom_tool_names(run.body),
+            hosted=run.hosted.tools,
         )
         try:
             for event in builder.start():
@@ -287,10 +304,10 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    async with aclosing(run.engine.stream(run.turn)) as deltas:
-                        async for delta in deltas:
-                            for event in builder.push(delta):
-                                yield event
+                    turns = run_turns(run.engine, run.turn, run.hosted, builder)
+                    async with aclosing(turns) as loop:
+                        async for event in loop:
+                            yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -342,6 +359,17 @@ def _echo_format(fmt: TextFormat) -> dict[str, Any]:
     if isinstance(fmt, TextFormatJsonSchema):
         # The response echoes every json_schema field; strict defaults to false as in OpenAI's API.
         echoed.update(description=fmt.description, strict=bool(fmt.strict))
+    return echoed
+
+
+def _echo_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The function and MCP tools, as the response echoes them (MCP without its secrets)."""
+    echoed = []
+    for tool in tools:
+        if tool.get("type") == "function":
+            echoed.append(_echo_tool(tool))
+        elif tool.get("type") == "mcp":
+            echoed.append(echo_mcp_tool(tool))
     return echoed
 
 

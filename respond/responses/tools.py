@@ -141,8 +141,16 @@ def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: s
         ) from exc
 
 
-def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> ToolChoice:
-    """The tool_choice as an engine sees it; names must be functions of this request."""
+def tool_choice(
+    body: CreateResponseBody,
+    specs: Sequence[FunctionSpec],
+    mcp_forced: tuple[str, ...] | None = None,
+) -> ToolChoice:
+    """The tool_choice as an engine sees it; names must be functions of this request.
+
+    `mcp_forced`: the function names of the MCP tools a {"type": "mcp"} choice names
+    (resolved by hosted/mcp.py).
+    """
     choice = body.tool_choice
     if choice == "required" and not specs:
         raise APIError(
@@ -155,6 +163,8 @@ def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> Tool
     data = choice if isinstance(choice, dict) else choice.model_dump()
     kind = data.get("type")
     known = {spec.name for spec in specs}
+    if kind == "mcp" and mcp_forced:
+        return ToolChoice(mode="required", allowed=mcp_forced)
     if kind in ("function", "custom"):
         name = data.get("name")
         _require_function(name, known, "tool_choice.name")
