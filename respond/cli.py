@@ -240,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # httpx logs every upstream request at INFO; the access log already has one line each.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the MCP client's
     if args.command == "serve":
         serve(_settings(args))
 

@@ -53,6 +53,8 @@ def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpe
         if kind == "custom":
             specs.append(_custom_spec(tool, where))
             continue
+        if kind == "mcp":
+            continue  # hosted tools: hosted/mcp.py adds them
         if kind != "function":
             log.info("tool type %r is not run by respond; the model does not see it", kind)
             continue
