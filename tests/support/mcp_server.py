@@ -3,9 +3,9 @@
     python -m tests.support.mcp_server --host 127.0.0.1 --port N --nonce X --token T --log F
 
 Deterministic tools: `get_nonce` returns the per-test nonce, `add` adds, `explode` raises,
-`slow` sleeps (and logs whether it finished or was cancelled). Streamable HTTP at /mcp,
-the same tools behind a bearer token at /secure/mcp (401 without it), or with
-`--transport sse` the older SSE transport at /sse. Every request's path and headers are
+`slow` sleeps `--slow-seconds` (and logs whether it finished or was cancelled).
+Streamable HTTP at /mcp, the same tools behind a bearer token at /secure/mcp (401 without
+it), or with `--transport sse` the older SSE transport at /sse. Every request's path and headers are
 appended to the log file (JSON lines), so tests can see what reached the server.
 """
 
@@ -25,7 +25,7 @@ from mcp_types import ToolAnnotations
 Scope = dict[str, Any]
 
 
-def build(nonce: str, log: Path) -> MCPServer:
+def build(nonce: str, log: Path, slow_seconds: float = 30.0) -> MCPServer:
     server = MCPServer("respond-tests")
 
     @server.tool(
@@ -43,11 +43,11 @@ def build(nonce: str, log: Path) -> MCPServer:
     def explode() -> str:
         raise ToolError(f"explode failed on purpose ({nonce})")
 
-    @server.tool(description="Waits for the given number of seconds.")
-    async def slow(seconds: float) -> str:
+    @server.tool(description="Takes a long time.")
+    async def slow() -> str:
         _note(log, {"slow": "started"})
         try:
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(slow_seconds)
         except asyncio.CancelledError:
             _note(log, {"slow": "cancelled"})
             raise
@@ -98,11 +98,15 @@ def main() -> None:
     parser.add_argument("--nonce", required=True)
     parser.add_argument("--token", default="test-token")
     parser.add_argument("--log", type=Path, required=True)
-    parser.add_argument("--transport", choices=["streamable-http", "sse"], default="streamable-http")
+    parser.add_argument("--slow-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--transport", choices=["streamable-http", "sse"], default="streamable-http"
+    )
     args = parser.parse_args()
-    server = build(args.nonce, args.log)
+    server = build(args.nonce, args.log, args.slow_seconds)
     app = server.sse_app() if args.transport == "sse" else server.streamable_http_app()
-    uvicorn.run(Gate(app, args.token, args.log), host=args.host, port=args.port, log_level="warning")
+    gate = Gate(app, args.token, args.log)
+    uvicorn.run(gate, host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

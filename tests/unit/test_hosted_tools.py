@@ -263,9 +263,7 @@ def test_stored_mcp_items_replay_as_calls_and_results() -> None:
     items = [
         InputMessage(role="user", content="go"),
         McpListToolsInput(type="mcp_list_tools", server_label="s", tools=[]),
-        McpCallInput(
-            type="mcp_call", id="mcp_1", server_label="s", name="get_nonce", output="n-1"
-        ),
+        McpCallInput(type="mcp_call", id="mcp_1", server_label="s", name="get_nonce", output="n-1"),
         McpApprovalRequestInput(
             type="mcp_approval_request", id="mcpr_1", server_label="s", name="add", arguments="{}"
         ),
