@@ -97,7 +97,8 @@ class McpTools:
         if not servers:
             _no_approvals_without_tools(new)
             return Hosted()
-        listed = _stored_listings(history)
+        # A client that resends the whole conversation sends its listings back too.
+        listed = _stored_listings([*history, *new])
         hosted = Hosted()
         tools: list[tuple[McpServer, McpToolInfo]] = []
         for server in servers:
@@ -269,7 +270,7 @@ def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stored_listings(history: Sequence[InputItem]) -> dict[str, list[McpToolInfo]]:
-    """The latest successful listing of each server in the chain, by server_label."""
+    """The latest successful listing of each server in the context, by server_label."""
     found: dict[str, list[McpToolInfo]] = {}
     for item in history:
         if isinstance(item, McpListToolsInput) and item.error is None:
