@@ -475,3 +475,10 @@ def test_a_disconnect_stops_a_running_call(respond: Server, mcp: McpTestServer) 
     )
     call = next(item for item in stored["output"] if item["type"] == "mcp_call")
     assert call["status"] == "incomplete"
+
+
+def test_tool_choice_naming_an_absent_mcp_server_is_a_400(sdk: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        create(sdk, tool_choice={"type": "mcp", "server_label": "nowhere"})
+    assert caught.value.body["param"] == "tool_choice"  # type: ignore[index]
+    assert "'nowhere'" in caught.value.message

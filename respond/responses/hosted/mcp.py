@@ -96,6 +96,7 @@ class McpTools:
         servers = self._servers(body)
         if not servers:
             _no_approvals_without_tools(new)
+            _forced(body, Hosted())  # a tool_choice naming an MCP server is an error here
             return Hosted()
         # A client that resends the whole conversation sends its listings back too.
         listed = _stored_listings([*history, *new])
