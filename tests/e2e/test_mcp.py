@@ -306,6 +306,21 @@ def test_a_chained_turn_does_not_list_again(sdk: openai.OpenAI, mcp: McpTestServ
     assert second["output"][0]["output"] == mcp.nonce
 
 
+def test_a_conversation_keeps_the_mcp_items(sdk: openai.OpenAI, mcp: McpTestServer) -> None:
+    conversation = sdk.conversations.create()
+    tools = [tool(mcp, require_approval="never", allowed_tools=["get_nonce"])]
+    first = create(sdk, conversation=conversation.id, tools=tools, **FORCED)
+    items = sdk.conversations.items.list(conversation.id, order="asc").model_dump(mode="json")
+    kept = [item["type"] for item in items["data"]]
+    assert kept[:3] == ["message", "mcp_list_tools", "mcp_call"]
+    assert items["data"][2]["output"] == mcp.nonce
+    mark = len(mcp.requests())
+    second = create(sdk, conversation=conversation.id, input="Again.", tools=tools, **FORCED)
+    assert "mcp_list_tools" not in kinds(second)  # the conversation's listing is reused
+    assert calls_to(mcp, "tools/list", mark) == []
+    assert first["conversation"] == second["conversation"] == {"id": conversation.id}
+
+
 # ---------------------------------------------------------------- servers, secrets, egress
 
 
