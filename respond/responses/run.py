@@ -44,6 +44,7 @@ from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
     custom_tool_names,
+    enforceable,
     function_specs,
     text_constraint,
     tool_choice,
@@ -200,7 +201,7 @@ class Responses:
         messages: list[ChatMessage],
         hosted: Hosted,
     ) -> ChatTurn:
-        specs = function_specs(body, engine) + hosted.specs()
+        specs = function_specs(body, engine) + hosted.specs(lambda s: enforceable(engine, s))
         json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,

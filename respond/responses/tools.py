@@ -31,6 +31,7 @@ from respond.protocol.requests import (
 __all__ = [
     "check_call_ids",
     "custom_tool_names",
+    "enforceable",
     "function_specs",
     "text_constraint",
     "tool_choice",
@@ -127,6 +128,16 @@ def _custom_spec(tool: dict[str, Any], where: str) -> FunctionSpec:
     return FunctionSpec(
         name=name, description=tool.get("description"), parameters=parameters, strict=True
     )
+
+
+def enforceable(engine: Engine, schema: Mapping[str, Any]) -> bool:
+    """Whether the engine would enforce all of `schema` (for tools whose schema respond
+    does not own, such as an MCP server's: strict when it can be, else not)."""
+    try:
+        engine.check_schema(schema)
+    except UnsupportedSchemaError:
+        return False
+    return True
 
 
 def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: str) -> None:

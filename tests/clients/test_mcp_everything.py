@@ -65,7 +65,7 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> N
 
 @pytest.fixture
 def sdk(server: Server) -> Iterator[openai.OpenAI]:
-    client = openai_client(server.base_url)
+    client = openai_client(server.base_url, timeout=600)
     yield client
     client.close()
 

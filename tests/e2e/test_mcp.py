@@ -66,7 +66,7 @@ require_approval = "never"
 
 @pytest.fixture
 def sdk(respond: Server) -> Iterator[openai.OpenAI]:
-    client = openai_client(respond.base_url)
+    client = openai_client(respond.base_url, timeout=600)
     yield client
     client.close()
 
@@ -126,7 +126,7 @@ def test_streamed_events_interleave_with_the_text(respond: Server, mcp: McpTestS
         "stream": True,
         **FORCED,
     }
-    with httpx.stream("POST", f"{respond.base_url}/responses", json=body, timeout=120) as reply:
+    with httpx.stream("POST", f"{respond.base_url}/responses", json=body, timeout=600) as reply:
         assert reply.status_code == 200, reply.read()
         events = list(read_events(reply))
     for event in events:
@@ -472,7 +472,7 @@ def test_a_disconnect_stops_a_running_call(respond: Server, mcp: McpTestServer) 
     }
     started = len(mcp.notes())
     response_id = None
-    with httpx.stream("POST", f"{respond.base_url}/responses", json=body, timeout=60) as reply:
+    with httpx.stream("POST", f"{respond.base_url}/responses", json=body, timeout=600) as reply:
         for event in read_events(reply):
             response_id = response_id or event.get("response", {}).get("id")
             if event["type"] == "response.mcp_call_arguments.done":

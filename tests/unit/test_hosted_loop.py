@@ -115,3 +115,29 @@ async def test_a_client_function_call_ends_the_response() -> None:
     assert len(executor.calls) == 1  # the hosted call of the same turn did run
     assert [i.type for i in builder.response.output] == ["mcp_call", "function_call"]
     assert builder.response.status == "completed"
+
+
+class FlagSettingEngine(ScriptedEngine):
+    """Like the real engines: sets its turn's cancel flag when its stream ends."""
+
+    async def stream(self, turn: d.ChatTurn) -> AsyncGenerator[d.Delta, None]:
+        assert not turn.cancel.is_set(), "a turn started already cancelled"
+        try:
+            async for delta in super().stream(turn):
+                yield delta
+        finally:
+            turn.cancel.set()
+
+
+async def test_each_turn_starts_uncancelled() -> None:
+    engine = FlagSettingEngine([call(), text()])
+    executor = FakeExecutor()
+    turn = d.ChatTurn(model="m", messages=[d.ChatMessage(role="user", content="hi")])
+    resource = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    the_hosted = hosted(executor)
+    builder = EventBuilder(resource, hosted=the_hosted.tools)
+    builder.start()
+    async for _ in run_turns(engine, turn, the_hosted, builder):
+        pass
+    assert len(engine.turns) == 2
+    assert builder.response.output[-1].type == "message"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,14 +39,12 @@ class HostedTool:
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
 
-    def spec(self) -> FunctionSpec:
-        # Not strict: a server's schema may use keywords a grammar cannot enforce, and the
-        # server validates its own arguments anyway (an invalid call comes back as an error).
+    def spec(self, strict: bool) -> FunctionSpec:
         return FunctionSpec(
             name=self.visible,
             description=self.description,
             parameters=self.parameters,
-            strict=False,
+            strict=strict,
         )
 
 
@@ -69,8 +67,11 @@ class Hosted:
     # tool_choice {"type": "mcp", ...}: the visible names the first turn must call.
     forced: tuple[str, ...] | None = None
 
-    def specs(self) -> list[FunctionSpec]:
-        return [tool.spec() for tool in self.tools.values()]
+    def specs(self, enforceable: Callable[[Mapping[str, Any]], bool]) -> list[FunctionSpec]:
+        """The functions the model sees. Strict (arguments valid by construction) where the
+        engine can enforce the server's schema; otherwise the server judges the arguments
+        (an invalid call comes back as an error the model reads)."""
+        return [tool.spec(enforceable(tool.parameters)) for tool in self.tools.values()]
 
     def visible(self, server_label: str, name: str) -> str:
         """The function name the model sees for a server's tool (also in replayed items)."""

@@ -10,6 +10,7 @@ event goes through the run's one EventBuilder.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -63,6 +64,7 @@ async def run_turns(
         yield event
     calls_left = turn.max_tool_calls
     choice = turn.tool_choice
+    cancel = turn.cancel
     while True:
         budget = _budget(turn.max_output_tokens, builder)
         if budget == 0:
@@ -75,6 +77,7 @@ async def run_turns(
             tool_choice=choice,
             max_output_tokens=budget,
             max_tool_calls=calls_left,
+            cancel=cancel,
         )
         async with aclosing(engine.stream(this_turn)) as deltas:
             async for delta in deltas:
@@ -92,6 +95,9 @@ async def run_turns(
             calls_left -= len(said.calls)
         # Forcing applies to the first turn only; no calls are left at max_tool_calls.
         choice = d.ToolChoice(mode="none" if calls_left == 0 else "auto", allowed=choice.allowed)
+        # An engine sets its turn's cancel flag when its stream ends, so each turn gets its
+        # own; a consumer that leaves closes this loop, and the open engine stream with it.
+        cancel = threading.Event()
 
 
 def _asks(hosted: Hosted, call: d.ToolCall) -> bool:
