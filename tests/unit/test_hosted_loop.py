@@ -14,7 +14,7 @@ from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.hosted import CallResult, Hosted, HostedTool
 from respond.responses.hosted._loop import run_turns
-from tests.support.scripted import ScriptedEngine
+from respond.testing import ScriptedEngine
 
 
 class FakeExecutor:

@@ -16,6 +16,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from respond.engines import _base as d
+from respond.engines._order import checked
 from respond.protocol import events as ev
 from respond.responses.context import mcp_result_text
 from respond.responses.events import EventBuilder
@@ -79,7 +80,8 @@ async def run_turns(
             max_tool_calls=calls_left,
             cancel=cancel,
         )
-        async with aclosing(engine.stream(this_turn)) as deltas:
+        # Every turn's stream is checked against the delta rules (engines/_order.py).
+        async with aclosing(checked(engine.stream(this_turn), cancel)) as deltas:
             async for delta in deltas:
                 said.see(delta)
                 for event in builder.push(delta):
