@@ -277,3 +277,15 @@ def test_stored_mcp_items_replay_as_calls_and_results() -> None:
     assert messages[2].content == "n-1" and messages[2].tool_call_id == "mcp_1"
     assert messages[4].tool_call_id == "mcpr_1"
     assert "refused" in messages[4].content and "no" in messages[4].content
+
+
+def test_listed_annotations_keep_their_mcp_names() -> None:
+    from mcp_types import Tool, ToolAnnotations
+
+    from respond.responses.hosted._mcp_client import _tool_info
+
+    listed = Tool(
+        name="t", input_schema={"type": "object"}, annotations=ToolAnnotations(readOnlyHint=True)
+    )
+    assert _tool_info(listed).annotations == {"readOnlyHint": True}
+    assert server(allowed={"read_only": True}).admits(_tool_info(listed))

@@ -123,7 +123,9 @@ class McpClient:
 
 
 def _tool_info(tool: mcp_types.Tool) -> McpToolInfo:
-    annotations = tool.annotations.model_dump(exclude_none=True) if tool.annotations else None
+    annotations = (
+        tool.annotations.model_dump(exclude_none=True, by_alias=True) if tool.annotations else None
+    )
     return McpToolInfo(
         name=tool.name,
         description=tool.description,
