@@ -492,6 +492,8 @@ def test_a_disconnect_stops_a_running_call(respond: Server, mcp: McpTestServer) 
             response_id = response_id or event.get("response", {}).get("id")
             if event["type"] == "response.mcp_call_arguments.done":
                 break
+        # The call runs once the engine turn has ended: hang up only while it runs.
+        wait_for(lambda: {"slow": "started"} in mcp.notes()[started:])
     wait_for(lambda: {"slow": "cancelled"} in mcp.notes()[started:], timeout=TIMEOUT_S)
     stored = wait_for(
         lambda: (
