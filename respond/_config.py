@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Settings", "Timeouts", "default_data_dir"]
+__all__ = ["McpServerConfig", "McpSettings", "Settings", "Timeouts", "default_data_dir"]
 
 
 def default_data_dir() -> Path:
@@ -43,6 +45,8 @@ class Settings:
     upstreams: list[str] = field(default_factory=list)  # base URLs of one pool
     upstream_key: str | None = None
     upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"
+    mcp_allow: list[str] = field(default_factory=list)  # MCP URLs respond may connect to
+    mcp_timeout: float = 60.0  # seconds, per MCP list or call
 
 
 @dataclass(frozen=True)
@@ -53,3 +57,22 @@ class Timeouts:
     first_byte: float = 120.0
     idle: float = 60.0
     probe_interval: float = 5.0
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """An MCP server the operator declared (`[mcp.servers.NAME]`): requests name it by
+    `server_label` or `connector_id` and need no URL or secrets of their own."""
+
+    name: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    require_approval: Any = None  # as in a request; None: the request decides ("always")
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    allow: tuple[str, ...] = ()  # URL or host patterns (hosted/egress.py)
+    timeout: float = 60.0

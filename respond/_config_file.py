@@ -4,6 +4,10 @@ Each `[models.NAME]` table is either an embedded GGUF (`gguf = "bundled"` or a p
 an upstream pool (`upstream = "http://host:8000/v1"` or a list of base URLs). Every
 mistake is reported with the key it concerns, e.g. `models.qwen.timeouts.idle`.
 See docs/upstreams.md for the reference.
+
+An `[mcp]` table declares remote MCP servers (`[mcp.servers.NAME] url = ...`) and the
+egress allow-list (`allow = [...]`); see docs/tools.md. A file may hold only that table:
+the models then come from the command line.
 """
 
 from __future__ import annotations
@@ -15,9 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from respond._config import Timeouts
+from respond._config import McpServerConfig, McpSettings, Timeouts
 
-__all__ = ["ConfigError", "EmbeddedModel", "ModelEntry", "UpstreamModel", "load_config"]
+__all__ = [
+    "ConfigError",
+    "EmbeddedModel",
+    "ModelEntry",
+    "UpstreamModel",
+    "load_config",
+    "load_mcp_config",
+]
 
 
 class ConfigError(ValueError):
@@ -65,16 +76,31 @@ _UPSTREAM_KEYS = {
     "vision",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
+_MCP_KEYS = {"servers", "allow", "timeout"}
+_MCP_SERVER_KEYS = {"url", "headers", "require_approval", "description"}
 
 
 def load_config(path: Path) -> list[ModelEntry]:
+    """The models of a config file (none when it holds only an [mcp] table)."""
+    return _Reader(str(path)).models(_read(path))
+
+
+def load_mcp_config(
+    path: Path | None, *, allow: tuple[str, ...] = (), timeout: float = 60.0
+) -> McpSettings:
+    """The [mcp] table, with the command line's allow patterns added to the file's."""
+    if path is None:
+        return McpSettings(allow=allow, timeout=timeout)
+    return _Reader(str(path)).mcp(_read(path).get("mcp", {}), allow, timeout)
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    return _Reader(str(path)).models(data)
 
 
 class _Reader:
@@ -85,9 +111,13 @@ class _Reader:
         return ConfigError(f"{self.source}: {key}: {message}")
 
     def models(self, data: Mapping[str, Any]) -> list[ModelEntry]:
-        unknown = set(data) - {"models"}
+        unknown = set(data) - {"models", "mcp"}
         if unknown:
-            raise self.fail(sorted(unknown)[0], "unknown key (expected only [models.NAME] tables)")
+            raise self.fail(
+                sorted(unknown)[0], "unknown key (expected [models.NAME] and [mcp] tables)"
+            )
+        if "models" not in data and "mcp" in data:
+            return []
         models = data.get("models")
         if not isinstance(models, dict) or not models:
             raise self.fail("models", "define at least one [models.NAME] table")
@@ -170,6 +200,56 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", f"must be a positive number of seconds: {value!r}")
             values[name] = float(value)
         return Timeouts(**values)
+
+    # ------------------------------------------------------------ mcp
+
+    def mcp(self, table: Any, allow: tuple[str, ...], timeout: float) -> McpSettings:
+        if not isinstance(table, dict):
+            raise self.fail("mcp", "must be a table")
+        self.known("mcp", table, _MCP_KEYS)
+        patterns = table.get("allow", [])
+        if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+            raise self.fail("mcp.allow", 'must be a list of URL or host patterns, like ["*.corp"]')
+        if "timeout" in table:
+            value = table["timeout"]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise self.fail("mcp.timeout", f"must be a positive number of seconds: {value!r}")
+            timeout = float(value)
+        servers = table.get("servers", {})
+        if not isinstance(servers, dict):
+            raise self.fail("mcp.servers", "must be a table of [mcp.servers.NAME] tables")
+        return McpSettings(
+            servers={
+                name: self.mcp_server(f"mcp.servers.{name}", name, server)
+                for name, server in servers.items()
+            },
+            allow=(*patterns, *allow),
+            timeout=timeout,
+        )
+
+    def mcp_server(self, key: str, name: str, table: Any) -> McpServerConfig:
+        if not isinstance(table, dict):
+            raise self.fail(key, "must be a table")
+        self.known(key, table, _MCP_SERVER_KEYS)
+        url = self.string(f"{key}.url", table.get("url"))
+        if not url.startswith(("http://", "https://")):
+            raise self.fail(f"{key}.url", f"must be an http(s) URL: {url!r}")
+        headers = table.get("headers", {})
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise self.fail(f"{key}.headers", "must be a table of strings")
+        approval = table.get("require_approval")
+        if approval not in (None, "always", "never") and not isinstance(approval, dict):
+            raise self.fail(
+                f"{key}.require_approval",
+                'must be "always", "never" or a table like { never = { tool_names = [...] } }',
+            )
+        return McpServerConfig(
+            name=name,
+            url=url,
+            headers=dict(headers),
+            require_approval=approval,
+            description=self.optional_str(f"{key}.description", table.get("description")),
+        )
 
     # ------------------------------------------------------------ scalars
 

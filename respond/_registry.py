@@ -40,7 +40,8 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
             entries = load_config(settings.config_path)
         except ConfigError as exc:
             raise SystemExit(f"respond: {exc}") from exc
-        return _from_entries(entries)
+        if entries:  # a file with only an [mcp] table leaves the models to the flags
+            return _from_entries(entries)
     if settings.upstreams:
         return _from_flags(settings)
     return _from_entries([EmbeddedModel(alias="", gguf=settings.model_path)], settings)

@@ -16,6 +16,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from respond._access import AccessLog
+from respond._config import McpSettings
 from respond._version import __version__
 from respond.api import chat, conversations, messages, metrics, models, responses, web, websocket
 from respond.api._common import KeyRing
@@ -24,6 +25,7 @@ from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.responses.background import Runs
 from respond.responses.history import History
+from respond.responses.hosted.mcp import McpTools
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
 from respond.store.base import Store
@@ -48,6 +50,7 @@ def create_app(
     temperature: float = 1.0,
     metrics_auth: bool = False,
     on_ready: Callable[[], Awaitable[None]] | None = None,
+    mcp: McpSettings | None = None,
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
     meters = Metrics(engines)
@@ -62,6 +65,7 @@ def create_app(
         n_predict=n_predict,
         temperature=temperature,
         metrics=meters,
+        mcp=McpTools(mcp),
     )
     runs = Runs(service, store) if store is not None else None
 

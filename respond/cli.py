@@ -108,6 +108,20 @@ def _parser() -> argparse.ArgumentParser:
         help="the API the upstream speaks (default: chat, i.e. Chat Completions)",
     )
     serve.add_argument(
+        "--mcp-allow",
+        action="append",
+        metavar="PATTERN",
+        default=[p for p in (env("RESPOND_MCP_ALLOW") or "").split(",") if p],
+        help="let requests use MCP servers whose URL or host matches this wildcard pattern "
+        "(repeatable; default: only configured servers and loopback)",
+    )
+    serve.add_argument(
+        "--mcp-timeout",
+        type=float,
+        default=float(env("RESPOND_MCP_TIMEOUT", "60")),
+        help="seconds for one MCP tool listing or call (default: %(default)s)",
+    )
+    serve.add_argument(
         "-n",
         "--n-predict",
         type=int,
@@ -183,12 +197,15 @@ def _settings(args: argparse.Namespace) -> Settings:
         upstream_key=args.upstream_key,
         upstream_api=args.upstream_api,
         secret_key=args.secret_key,
+        mcp_allow=list(args.mcp_allow),
+        mcp_timeout=args.mcp_timeout,
     )
 
 
 def serve(settings: Settings) -> None:
     import uvicorn
 
+    from respond._config_file import ConfigError, load_mcp_config
     from respond._registry import build_engines
     from respond.api._common import KeyRing
     from respond.app import create_app
@@ -196,6 +213,12 @@ def serve(settings: Settings) -> None:
     from respond.store import make_store
 
     engines = build_engines(settings)
+    try:
+        mcp = load_mcp_config(
+            settings.config_path, allow=tuple(settings.mcp_allow), timeout=settings.mcp_timeout
+        )
+    except ConfigError as exc:
+        raise SystemExit(f"respond: {exc}") from exc
     try:
         store = make_store(
             settings.store_url, settings.data_dir, ttl_seconds=settings.store_ttl_seconds
@@ -221,6 +244,7 @@ def serve(settings: Settings) -> None:
         temperature=settings.temperature,
         metrics_auth=settings.metrics_auth,
         on_ready=announce,
+        mcp=mcp,
     )
     logging.getLogger("respond").info(
         "starting %s on http://%s:%d",

@@ -23,6 +23,14 @@ __all__ = [
     "Event",
     "FunctionCallArgumentsDelta",
     "FunctionCallArgumentsDone",
+    "McpCallArgumentsDelta",
+    "McpCallArgumentsDone",
+    "McpCallCompleted",
+    "McpCallFailed",
+    "McpCallInProgress",
+    "McpListToolsCompleted",
+    "McpListToolsFailed",
+    "McpListToolsInProgress",
     "OutputItemAdded",
     "OutputItemDone",
     "OutputTextDelta",
@@ -168,6 +176,48 @@ class CustomToolCallInputDone(_Event):
     input: str
 
 
+# MCP events: OpenAI's, not Open Responses events (docs/tools.md).
+
+
+class _ItemEvent(_Event):
+    item_id: str
+    output_index: int
+
+
+class McpListToolsInProgress(_ItemEvent):
+    type: Literal["response.mcp_list_tools.in_progress"] = "response.mcp_list_tools.in_progress"
+
+
+class McpListToolsCompleted(_ItemEvent):
+    type: Literal["response.mcp_list_tools.completed"] = "response.mcp_list_tools.completed"
+
+
+class McpListToolsFailed(_ItemEvent):
+    type: Literal["response.mcp_list_tools.failed"] = "response.mcp_list_tools.failed"
+
+
+class McpCallInProgress(_ItemEvent):
+    type: Literal["response.mcp_call.in_progress"] = "response.mcp_call.in_progress"
+
+
+class McpCallArgumentsDelta(_ItemEvent):
+    type: Literal["response.mcp_call_arguments.delta"] = "response.mcp_call_arguments.delta"
+    delta: str
+
+
+class McpCallArgumentsDone(_ItemEvent):
+    type: Literal["response.mcp_call_arguments.done"] = "response.mcp_call_arguments.done"
+    arguments: str
+
+
+class McpCallCompleted(_ItemEvent):
+    type: Literal["response.mcp_call.completed"] = "response.mcp_call.completed"
+
+
+class McpCallFailed(_ItemEvent):
+    type: Literal["response.mcp_call.failed"] = "response.mcp_call.failed"
+
+
 class ErrorEvent(_Event):
     """A stream-level error not tied to a response (e.g. a bad WebSocket frame)."""
 
@@ -194,6 +244,14 @@ Event = Annotated[
     | FunctionCallArgumentsDone
     | CustomToolCallInputDelta
     | CustomToolCallInputDone
+    | McpListToolsInProgress
+    | McpListToolsCompleted
+    | McpListToolsFailed
+    | McpCallInProgress
+    | McpCallArgumentsDelta
+    | McpCallArgumentsDone
+    | McpCallCompleted
+    | McpCallFailed
     | ErrorEvent,
     Field(discriminator="type"),
 ]

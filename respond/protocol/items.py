@@ -13,6 +13,10 @@ __all__ = [
     "FunctionCallItem",
     "FunctionCallOutputItem",
     "LogProb",
+    "McpApprovalRequestItem",
+    "McpCallItem",
+    "McpListToolsItem",
+    "McpToolInfo",
     "MessageItem",
     "OutputItem",
     "OutputText",
@@ -106,7 +110,57 @@ class ReasoningItem(Wire):
     status: ItemStatus | None = omit_none()
 
 
+class McpToolInfo(Wire):
+    """One tool of an MCP server, as an `mcp_list_tools` item lists it."""
+
+    name: str
+    input_schema: dict[str, Any]
+    description: str | None = None
+    annotations: dict[str, Any] | None = None
+
+
+# MCP items are OpenAI's Responses shapes; the Open Responses item schema has none (see
+# docs/tools.md). respond runs the calls itself (responses/hosted/).
+
+
+class McpListToolsItem(Wire):
+    type: Literal["mcp_list_tools"] = "mcp_list_tools"
+    id: str
+    server_label: str
+    tools: list[McpToolInfo] = Field(default_factory=list)
+    error: str | None = omit_none()
+
+
+class McpCallItem(Wire):
+    type: Literal["mcp_call"] = "mcp_call"
+    id: str
+    server_label: str
+    name: str
+    arguments: str = ""
+    output: str | None = None
+    # {"type": "mcp_tool_execution_error", "content": [...]} or
+    # {"type": "mcp_protocol_error" | "http_error", "code": ..., "message": ...}
+    error: dict[str, Any] | None = None
+    approval_request_id: str | None = omit_none()
+    status: Literal["in_progress", "calling", "completed", "incomplete", "failed"] = "in_progress"
+
+
+class McpApprovalRequestItem(Wire):
+    type: Literal["mcp_approval_request"] = "mcp_approval_request"
+    id: str
+    server_label: str
+    name: str
+    arguments: str = ""
+
+
 OutputItem = Annotated[
-    MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | CustomToolCallItem,
+    MessageItem
+    | FunctionCallItem
+    | FunctionCallOutputItem
+    | ReasoningItem
+    | CustomToolCallItem
+    | McpListToolsItem
+    | McpCallItem
+    | McpApprovalRequestItem,
     Field(discriminator="type"),
 ]

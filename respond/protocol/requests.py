@@ -22,6 +22,10 @@ __all__ = [
     "InputMessage",
     "InputText",
     "ItemReference",
+    "McpApprovalRequestInput",
+    "McpApprovalResponseInput",
+    "McpCallInput",
+    "McpListToolsInput",
     "NamedToolChoice",
     "ReasoningInput",
     "TextFormat",
@@ -139,6 +143,42 @@ class CompactionInput(WireIn):
     encrypted_content: str = Field(min_length=1)
 
 
+class McpListToolsInput(WireIn):
+    type: Literal["mcp_list_tools"]
+    id: str | None = None
+    server_label: str
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+
+
+class McpCallInput(WireIn):
+    type: Literal["mcp_call"]
+    id: str = Field(min_length=1)
+    server_label: str
+    name: str
+    arguments: str = ""
+    output: str | None = None
+    error: dict[str, Any] | str | None = None
+    approval_request_id: str | None = None
+    status: str | None = None
+
+
+class McpApprovalRequestInput(WireIn):
+    type: Literal["mcp_approval_request"]
+    id: str = Field(min_length=1)
+    server_label: str
+    name: str
+    arguments: str = ""
+
+
+class McpApprovalResponseInput(WireIn):
+    type: Literal["mcp_approval_response"]
+    id: str | None = None
+    approval_request_id: str = Field(min_length=1)
+    approve: bool
+    reason: str | None = None
+
+
 def _item_tag(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("type", "message"))
@@ -153,12 +193,17 @@ InputItem = Annotated[
     | Annotated[CustomToolCallOutputInput, Tag("custom_tool_call_output")]
     | Annotated[ReasoningInput, Tag("reasoning")]
     | Annotated[ItemReference, Tag("item_reference")]
-    | Annotated[CompactionInput, Tag("compaction")],
+    | Annotated[CompactionInput, Tag("compaction")]
+    | Annotated[McpListToolsInput, Tag("mcp_list_tools")]
+    | Annotated[McpCallInput, Tag("mcp_call")]
+    | Annotated[McpApprovalRequestInput, Tag("mcp_approval_request")]
+    | Annotated[McpApprovalResponseInput, Tag("mcp_approval_response")],
     Discriminator(
         _item_tag,
         custom_error_type="invalid_item_type",
         custom_error_message="Unknown input item type; expected one of message, function_call, "
-        "function_call_output, reasoning, item_reference, compaction",
+        "function_call_output, reasoning, item_reference, compaction, mcp_list_tools, mcp_call, "
+        "mcp_approval_request, mcp_approval_response",
     ),
 ]
 

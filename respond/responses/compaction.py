@@ -29,7 +29,7 @@ async def compact(service: Responses, body: CompactBody, tenant: str | None) -> 
         previous_response_id=body.previous_response_id,
         instructions=body.instructions,
     )
-    engine, turn, context = await service.assemble(request, tenant)
+    engine, turn, context, _ = await service.assemble(request, tenant)
     try:
         tokens = await engine.count_tokens(turn)
     except EngineError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from respond._ids import new_id
@@ -19,11 +19,15 @@ from respond.protocol.requests import (
     InputItem,
     InputMessage,
     ItemReference,
+    McpApprovalRequestInput,
+    McpApprovalResponseInput,
+    McpCallInput,
+    McpListToolsInput,
     ReasoningInput,
     RefusalIn,
 )
 
-__all__ = ["items_to_messages", "normalize_input", "stored_item"]
+__all__ = ["items_to_messages", "mcp_result_text", "normalize_input", "stored_item"]
 
 _ID_PREFIX = {
     "message": "msg",
@@ -32,7 +36,11 @@ _ID_PREFIX = {
     "custom_tool_call": "ctc",
     "custom_tool_call_output": "ctco",
     "reasoning": "rs",
+    "mcp_approval_response": "mcpa",
 }
+
+# (server_label, tool name) -> the function name the model sees for that MCP tool.
+McpNames = Callable[[str, str], str]
 
 
 def normalize_input(value: str | Sequence[InputItem]) -> list[InputItem]:
@@ -56,18 +64,32 @@ def stored_item(item: InputItem) -> dict[str, Any]:
 
 
 def items_to_messages(
-    items: Sequence[InputItem], *, vision: bool, param: str = "input"
+    items: Sequence[InputItem],
+    *,
+    vision: bool,
+    param: str = "input",
+    mcp_names: McpNames | None = None,
 ) -> list[ChatMessage]:
     """Input items (in context order) -> chat messages.
 
     Consecutive function calls form one assistant turn with several tool calls; a
-    reasoning item is carried on the assistant turn that follows it.
+    reasoning item is carried on the assistant turn that follows it. MCP calls replay as
+    the function calls the model made (named by `mcp_names`) and their results.
     """
     messages: list[ChatMessage] = []
     reasoning: str | None = None
+    mcp = _McpReplay(mcp_names or (lambda _label, name: name))
     for index, item in enumerate(items):
         where = f"{param}[{index}]"
+        if isinstance(item, McpListToolsInput):
+            continue  # what the model sees of a listing is its tools, not a message
+        if isinstance(item, McpCallInput | McpApprovalRequestInput | McpApprovalResponseInput):
+            for message in mcp.messages(item):
+                _append_assistant_call(messages, message, reasoning)
+                reasoning = None if message.role == "assistant" else reasoning
+            continue
         if isinstance(item, InputMessage):
+            messages += mcp.unanswered()
             text, images = _message_content(item, vision=vision, where=where)
             if item.role == "assistant":
                 messages.append(ChatMessage(role="assistant", content=text, reasoning=reasoning))
@@ -75,20 +97,9 @@ def items_to_messages(
             else:
                 messages.append(ChatMessage(role=item.role, content=text, images=images))
         elif isinstance(item, FunctionCallInput | CustomToolCallInput):
-            call = _tool_call(item)
-            last = messages[-1] if messages else None
-            if last is not None and last.role == "assistant" and reasoning is None:
-                messages[-1] = ChatMessage(
-                    role="assistant",
-                    content=last.content,
-                    tool_calls=(*last.tool_calls, call),
-                    reasoning=last.reasoning,
-                )
-            else:
-                messages.append(
-                    ChatMessage(role="assistant", tool_calls=(call,), reasoning=reasoning)
-                )
-                reasoning = None
+            call = ChatMessage(role="assistant", tool_calls=(_tool_call(item),))
+            _append_assistant_call(messages, call, reasoning)
+            reasoning = None
         elif isinstance(item, FunctionCallOutputInput | CustomToolCallOutputInput):
             output = item.output
             text = output if isinstance(output, str) else _parts_text(output, vision, where)[0]
@@ -104,6 +115,91 @@ def items_to_messages(
                 code="item_not_found",
             )
     return messages
+
+
+def _append_assistant_call(
+    messages: list[ChatMessage], message: ChatMessage, reasoning: str | None
+) -> None:
+    """Add a tool call to the assistant turn before it (one turn, several calls), or a
+    tool result as its own message."""
+    last = messages[-1] if messages else None
+    if message.role != "assistant":
+        messages.append(message)
+    elif last is not None and last.role == "assistant" and reasoning is None:
+        messages[-1] = ChatMessage(
+            role="assistant",
+            content=last.content,
+            tool_calls=(*last.tool_calls, *message.tool_calls),
+            reasoning=last.reasoning,
+        )
+    else:
+        messages.append(
+            ChatMessage(role="assistant", tool_calls=message.tool_calls, reasoning=reasoning)
+        )
+
+
+class _McpReplay:
+    """MCP items as the chat the model had: each call (or approval request) is an assistant
+    tool call; its output, error or refusal is the tool result that answers it."""
+
+    def __init__(self, names: McpNames) -> None:
+        self.names = names
+        self.waiting: dict[str, str] = {}  # approval request id -> tool, not yet answered
+        self.approved: set[str] = set()  # approved requests: their mcp_call answers them
+
+    def messages(
+        self, item: McpCallInput | McpApprovalRequestInput | McpApprovalResponseInput
+    ) -> list[ChatMessage]:
+        if isinstance(item, McpApprovalRequestInput):
+            self.waiting[item.id] = item.name
+            return [self._call(item.id, item.server_label, item.name, item.arguments)]
+        if isinstance(item, McpApprovalResponseInput):
+            if self.waiting.pop(item.approval_request_id, None) is None:
+                return []
+            if item.approve:
+                self.approved.add(item.approval_request_id)
+                return []  # the mcp_call that ran it (or runs it now) answers it
+            reason = f" Reason: {item.reason}" if item.reason else ""
+            text = f"The user refused this call; it was not run.{reason}"
+            return [ChatMessage(role="tool", content=text, tool_call_id=item.approval_request_id)]
+        result = ChatMessage(
+            role="tool", content=mcp_result_text(item.output, item.error), tool_call_id=item.id
+        )
+        request = item.approval_request_id
+        if request is not None and request in self.approved:
+            self.approved.discard(request)
+            return [ChatMessage(role="tool", content=result.content, tool_call_id=request)]
+        return [self._call(item.id, item.server_label, item.name, item.arguments), result]
+
+    def unanswered(self) -> list[ChatMessage]:
+        """Requests left unanswered when the conversation moved on: never run."""
+        out = [
+            ChatMessage(
+                role="tool",
+                content="This call was not approved; it was not run.",
+                tool_call_id=request_id,
+            )
+            for request_id in self.waiting
+        ]
+        self.waiting.clear()
+        return out
+
+    def _call(self, call_id: str, label: str, name: str, arguments: str) -> ChatMessage:
+        call = ToolCall(call_id=call_id, name=self.names(label, name), arguments=arguments)
+        return ChatMessage(role="assistant", tool_calls=(call,))
+
+
+def mcp_result_text(output: str | None, error: Any) -> str:
+    """What the model reads of an MCP call: its output, or what went wrong."""
+    if error is None:
+        return output or ""
+    if isinstance(error, dict):
+        content = error.get("content")
+        texts = [str(p.get("text", "")) for p in content or [] if isinstance(p, dict)]
+        message = " ".join(texts) or str(error.get("message", ""))
+    else:
+        message = str(error)
+    return f"Error: {message or 'the call failed'}"
 
 
 def _tool_call(item: FunctionCallInput | CustomToolCallInput) -> ToolCall:

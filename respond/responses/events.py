@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from respond._ids import new_id
@@ -20,6 +20,9 @@ from respond.protocol.items import (
     CustomToolCallItem,
     FunctionCallItem,
     LogProb,
+    McpApprovalRequestItem,
+    McpCallItem,
+    McpListToolsItem,
     MessageItem,
     OutputText,
     ReasoningItem,
@@ -35,6 +38,7 @@ from respond.protocol.resource import (
     ResponseUsage,
 )
 from respond.responses.fold import ResponseFold
+from respond.responses.hosted._base import CallResult, HostedTool
 
 __all__ = ["EventBuilder"]
 
@@ -43,7 +47,7 @@ __all__ = ["EventBuilder"]
 class _Open:
     """The output item currently being streamed."""
 
-    kind: str  # "message" | "reasoning" | "function_call"
+    kind: str  # "message" | "reasoning" | "function_call" | "mcp_call" | ...
     index: int
     item_id: str
 
@@ -55,10 +59,17 @@ class EventBuilder:
         *,
         seal_reasoning: Callable[[str], str] | None = None,
         custom_tools: frozenset[str] = frozenset(),
+        hosted: Mapping[str, HostedTool] | None = None,
     ) -> None:
         # Calls to these names are custom tool calls (free-form input), not function calls.
         self._custom_tools = custom_tools
         self._custom_arguments = ""
+        # Calls to these names are hosted (MCP) calls that the run executes: `mcp_call`
+        # items, or `mcp_approval_request` items when the call needs approval first.
+        self._hosted = dict(hosted or {})
+        self._approval_arguments = ""
+        # mcp_call items whose arguments are done, waiting for the run to execute them.
+        self.calling: dict[str, int] = {}
         # Set when the client asked for reasoning.encrypted_content: each reasoning item
         # is done with its text sealed into encrypted_content.
         self._seal_reasoning = seal_reasoning
@@ -100,6 +111,8 @@ class EventBuilder:
             return self._text(delta)
         if isinstance(delta, d.ReasoningDelta):
             return self._reasoning(delta.text)
+        if isinstance(delta, d.ToolCallStart) and delta.name in self._hosted:
+            return self._close_open() + self._hosted_call(self._hosted[delta.name])
         if isinstance(delta, d.ToolCallStart) and delta.name in self._custom_tools:
             self._custom_arguments = ""
             out = self._close_open()
@@ -126,6 +139,17 @@ class EventBuilder:
                 # known once the JSON closes (at ToolCallEnd).
                 self._custom_arguments += delta.arguments
                 return []
+            if open_ is not None and open_.kind == "mcp_approval_request":
+                self._approval_arguments += delta.arguments  # no delta events for these
+                return []
+            if open_ is not None and open_.kind == "mcp_call":
+                return [
+                    self._emit(
+                        ev.McpCallArgumentsDelta(
+                            item_id=open_.item_id, output_index=open_.index, delta=delta.arguments
+                        )
+                    )
+                ]
             assert open_ is not None and open_.kind == "function_call", "arguments outside a call"
             return [
                 self._emit(
@@ -137,15 +161,103 @@ class EventBuilder:
         if isinstance(delta, d.ToolCallEnd):
             return self._custom_input() + self._close_open()
         if isinstance(delta, d.Usage):
-            self._usage = delta
+            self._usage = delta if self._usage is None else _added(self._usage, delta)
             return []
         self._finish_reason = delta.reason
         return []
+
+    # ------------------------------------------------------------ hosted tools
+
+    @property
+    def cut(self) -> bool:
+        """The last engine turn was cut by the token limit."""
+        return self._finish_reason == "length"
+
+    @property
+    def output_tokens(self) -> int:
+        return self._usage.output_tokens if self._usage else 0
+
+    def limit_reached(self) -> None:
+        """max_output_tokens is spent across the loop's turns: the response is incomplete."""
+        self._finish_reason = "length"
+
+    def list_tools(self, item: McpListToolsItem) -> list[ev.Event]:
+        """A server's `mcp_list_tools` item, listed before the run started."""
+        out = self._open_item(
+            "mcp_list_tools",
+            lambda item_id: item.model_copy(update={"id": item_id, "tools": []}),
+        )
+        open_ = self._open
+        assert open_ is not None
+        self._open = None
+        item_id, index = open_.item_id, open_.index
+        out.append(self._emit(ev.McpListToolsInProgress(item_id=item_id, output_index=index)))
+        ended = ev.McpListToolsFailed if item.error is not None else ev.McpListToolsCompleted
+        out.append(self._emit(ended(item_id=item_id, output_index=index)))
+        final = item.model_copy(update={"id": open_.item_id})
+        out.append(self._emit(ev.OutputItemDone(output_index=open_.index, item=final)))
+        return out
+
+    def approved_call(self, tool: HostedTool, arguments: str, request_id: str) -> list[ev.Event]:
+        """An `mcp_call` the client approved: its arguments are known, it runs next."""
+        out = self._close_open() + self._hosted_call(tool, approval_request_id=request_id)
+        out += self.push(d.ToolCallArgumentsDelta(arguments))
+        return out + self._close_open()
+
+    def call_done(self, item_id: str, result: CallResult) -> list[ev.Event]:
+        """An executed `mcp_call`: .completed or .failed, then its output_item.done."""
+        index = self.calling.pop(item_id)
+        item = self.response.output[index].model_copy(deep=True)
+        assert isinstance(item, McpCallItem)
+        item.output, item.error = result.output, result.error
+        item.status = "failed" if result.error is not None else "completed"
+        ended = ev.McpCallFailed if result.error is not None else ev.McpCallCompleted
+        done = ended(item_id=item_id, output_index=index)
+        return [self._emit(done), self._emit(ev.OutputItemDone(output_index=index, item=item))]
+
+    def _hosted_call(
+        self, tool: HostedTool, *, approval_request_id: str | None = None
+    ) -> list[ev.Event]:
+        if tool.needs_approval and approval_request_id is None:
+            self._approval_arguments = ""
+            return self._open_item(
+                "mcp_approval_request",
+                lambda item_id: McpApprovalRequestItem(
+                    id=item_id, server_label=tool.server_label, name=tool.name
+                ),
+            )
+        out = self._open_item(
+            "mcp_call",
+            lambda item_id: McpCallItem(
+                id=item_id,
+                server_label=tool.server_label,
+                name=tool.name,
+                approval_request_id=approval_request_id,
+            ),
+        )
+        open_ = self._open
+        assert open_ is not None
+        out.append(
+            self._emit(ev.McpCallInProgress(item_id=open_.item_id, output_index=open_.index))
+        )
+        return out
+
+    def _close_calling(self, status: str) -> list[ev.Event]:
+        """Calls that were never executed (the run ended first) end without output."""
+        out: list[ev.Event] = []
+        for index in list(self.calling.values()):
+            item = self.response.output[index].model_copy(deep=True)
+            assert isinstance(item, McpCallItem)
+            item.status = status  # type: ignore[assignment]
+            out.append(self._emit(ev.OutputItemDone(output_index=index, item=item)))
+        self.calling.clear()
+        return out
 
     def finish(self) -> list[ev.Event]:
         """Close what is open, then response.completed or response.incomplete."""
         cut = self._finish_reason == "length"
         out = self._close_open(status="incomplete" if cut else "completed")
+        out += self._close_calling("incomplete")
         if cut:
             details = IncompleteDetails(reason="max_output_tokens")
             return out + self._terminal("incomplete", incomplete_details=details)
@@ -153,7 +265,7 @@ class EventBuilder:
 
     def fail(self, code: str, message: str) -> list[ev.Event]:
         """Close what is open as incomplete, then exactly one response.failed."""
-        out = self._close_open(status="incomplete")
+        out = self._close_open(status="incomplete") + self._close_calling("incomplete")
         return out + self._terminal("failed", error=ErrorInfo(code=code, message=message))
 
     def cancel(self) -> list[ev.Event]:
@@ -162,7 +274,7 @@ class EventBuilder:
         The Open Responses stream has no cancelled event, so the stream ends with
         response.failed whose response carries status "cancelled".
         """
-        out = self._close_open(status="incomplete")
+        out = self._close_open(status="incomplete") + self._close_calling("incomplete")
         return out + self._terminal("cancelled")
 
     # ------------------------------------------------------------ items
@@ -227,6 +339,9 @@ class EventBuilder:
             "reasoning": "rs",
             "function_call": "fc",
             "custom_tool_call": "ctc",
+            "mcp_list_tools": "mcpl",
+            "mcp_call": "mcp",
+            "mcp_approval_request": "mcpr",
         }[kind]
         item_id = new_id(prefix)
         item = make(item_id)  # type: ignore[operator]
@@ -306,6 +421,19 @@ class EventBuilder:
                     )
                 )
             )
+        elif isinstance(item, McpCallItem):
+            done = ev.McpCallArgumentsDone(
+                item_id=item_id, output_index=index, arguments=item.arguments
+            )
+            out.append(self._emit(done))
+            if status == "completed":  # the run executes it, then the item is done
+                self.calling[item_id] = index
+                return out
+        elif isinstance(item, McpApprovalRequestItem):
+            item.arguments = self._approval_arguments
+            out.append(self._emit(ev.OutputItemDone(output_index=index, item=item)))
+            return out
+        assert not isinstance(item, McpListToolsItem), "a listing is never streamed"
         item.status = status  # type: ignore[assignment]
         out.append(self._emit(ev.OutputItemDone(output_index=open_.index, item=item)))
         return out
@@ -356,6 +484,16 @@ class EventBuilder:
         self._fold.apply(event)
         self.events.append(event)
         return event
+
+
+def _added(a: d.Usage, b: d.Usage) -> d.Usage:
+    """Usage over the engine turns of one response (a hosted tool loop has several)."""
+    return d.Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cached_tokens=a.cached_tokens + b.cached_tokens,
+        reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
+    )
 
 
 def _logprob(lp: d.TokenLogprob) -> LogProb:

@@ -14,6 +14,7 @@ from respond.protocol.items import (
     CustomToolCallItem,
     FunctionCallItem,
     LogProb,
+    McpCallItem,
     MessageItem,
     OutputText,
     ReasoningItem,
@@ -88,6 +89,13 @@ class ResponseFold:
                 call.arguments += event.delta
             else:
                 call.arguments = event.arguments
+        elif isinstance(event, ev.McpCallArgumentsDelta | ev.McpCallArgumentsDone):
+            mcp_call = response.output[event.output_index]
+            assert isinstance(mcp_call, McpCallItem)
+            if isinstance(event, ev.McpCallArgumentsDelta):
+                mcp_call.arguments += event.delta
+            else:
+                mcp_call.arguments = event.arguments
 
     def _require(self) -> ResponseResource:
         assert self.response is not None, "the first event must carry the response"

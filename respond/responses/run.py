@@ -21,6 +21,7 @@ from respond.engines._base import (
     ChatMessage,
     ChatTurn,
     ContextOverflowError,
+    Delta,
     Engine,
     EngineError,
     Routing,
@@ -42,10 +43,14 @@ from respond.responses._stops import StopSequences
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
+from respond.responses.hosted import Hosted
+from respond.responses.hosted._loop import TurnStream, run_turns
+from respond.responses.hosted.mcp import McpTools, echo_mcp_tool
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
     custom_tool_names,
+    enforceable,
     function_specs,
     text_constraint,
     tool_choice,
@@ -89,6 +94,8 @@ class PreparedRun:
     generate: bool = True
     # The stop sequence (body.stop) the text ended at, once it has.
     stop_sequence: str | None = None
+    # The tools respond runs itself (MCP), listed and resolved by prepare.
+    hosted: Hosted = field(default_factory=Hosted)
 
 
 class Responses:
@@ -105,6 +112,7 @@ class Responses:
         n_predict: int | None = None,
         temperature: float = 1.0,
         metrics: Metrics | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -118,6 +126,7 @@ class Responses:
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
         self.metrics = metrics or Metrics()
+        self.mcp = mcp or McpTools()
 
     # ------------------------------------------------------------ preparing
 
@@ -148,7 +157,7 @@ class Responses:
         WebSocket connection remembers the responses it created, store:false ones too);
         previous_response_id is then not looked up in the store.
         """
-        engine, turn, context = await self.assemble(body, tenant, remembered)
+        engine, turn, context, hosted = await self.assemble(body, tenant, remembered)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
@@ -163,6 +172,7 @@ class Responses:
             input_items=context.new_stored,
             tenant=tenant,
             context=context.items,
+            hosted=hosted,
         )
 
     async def assemble(
@@ -170,8 +180,9 @@ class Responses:
         body: CreateResponseBody,
         tenant: str | None,
         remembered: Sequence[InputItem] | None = None,
-    ) -> tuple[Engine, ChatTurn, Context]:
-        """The engine and the turn a body asks for, with stored history in front of its input."""
+    ) -> tuple[Engine, ChatTurn, Context, Hosted]:
+        """The engine and the turn a body asks for, with stored history in front of its input,
+        and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
@@ -180,25 +191,30 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
-        messages = items_to_messages(context.items, vision=vision)
+        hosted = await self.mcp.prepare(body, context.history, context.new)
+        messages = items_to_messages(context.items, vision=vision, mcp_names=hosted.visible)
         if body.instructions:
             messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        return engine, self._turn(body, engine, messages), context
+        return engine, self._turn(body, engine, messages, hosted), context, hosted
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
-        engine, turn, _ = await self.assemble(body, tenant)
+        engine, turn, _, _ = await self.assemble(body, tenant)
         return await _count_tokens(engine, turn)
 
     def _turn(
-        self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
+        self,
+        body: CreateResponseBody,
+        engine: Engine,
+        messages: list[ChatMessage],
+        hosted: Hosted,
     ) -> ChatTurn:
-        specs = function_specs(body, engine)
+        specs = function_specs(body, engine) + hosted.specs(lambda s: enforceable(engine, s))
         json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
             messages=messages,
             tools=specs,
-            tool_choice=tool_choice(body, specs),
+            tool_choice=tool_choice(body, specs, hosted.forced),
             parallel_tool_calls=body.parallel_tool_calls,
             max_tool_calls=body.max_tool_calls,
             json_schema=json_schema,
@@ -255,7 +271,7 @@ class Responses:
             model=engine.info.id,
             previous_response_id=body.previous_response_id,
             instructions=body.instructions,
-            tools=[_echo_tool(tool) for tool in body.tools if tool.get("type") == "function"],
+            tools=_echo_tools(body.tools),
             tool_choice=_echo_tool_choice(body.tool_choice),
             truncation=body.truncation or "disabled",
             parallel_tool_calls=body.parallel_tool_calls,
@@ -286,7 +302,10 @@ class Responses:
         """The run's events, from response.created to exactly one terminal event."""
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
         builder = EventBuilder(
-            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+            run.resource,
+            seal_reasoning=seal,
+            custom_tools=custom_tool_names(run.body),
+            hosted=run.hosted.tools,
         )
         clock = self.metrics.run_clock(run.resource.model)
         try:
@@ -298,8 +317,11 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    async for event in self._generate(run, builder, clock):
-                        yield event
+                    clock.begin()
+                    turns = run_turns(self._stream(run, clock), run.turn, run.hosted, builder)
+                    async with aclosing(turns) as loop:
+                        async for event in loop:
+                            yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -322,20 +344,22 @@ class Responses:
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
 
-    async def _generate(
-        self, run: PreparedRun, builder: EventBuilder, clock: RunClock
-    ) -> AsyncGenerator[ev.Event, None]:
+    def _stream(self, run: PreparedRun, clock: RunClock) -> TurnStream:
+        """How the run asks its engine for one turn's deltas (the hosted-tool loop may ask
+        several times): checked against the delta rules, timed, cut at a stop sequence."""
         stops = StopSequences(run.body.stop)
-        clock.begin()
-        async with aclosing(checked(run.engine.stream(run.turn), run.turn.cancel)) as deltas:
-            async for delta in deltas:
-                clock.saw(delta)
-                for kept in stops.push(delta):
-                    for event in builder.push(kept):
-                        yield event
-                if stops.matched is not None and run.stop_sequence is None:
-                    run.stop_sequence = stops.matched
-                    run.turn.cancel.set()  # the engine ends the turn with Usage and Finish
+
+        async def stream(turn: ChatTurn) -> AsyncGenerator[Delta, None]:
+            async with aclosing(checked(run.engine.stream(turn), turn.cancel)) as deltas:
+                async for delta in deltas:
+                    clock.saw(delta)
+                    for kept in stops.push(delta):
+                        yield kept
+                    if stops.matched is not None and run.stop_sequence is None:
+                        run.stop_sequence = stops.matched
+                        turn.cancel.set()  # the engine ends the turn with Usage and Finish
+
+        return stream
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
         if self.recorder is None or not run.resource.store:
@@ -377,6 +401,17 @@ def _echo_format(fmt: TextFormat) -> dict[str, Any]:
     if isinstance(fmt, TextFormatJsonSchema):
         # The response echoes every json_schema field; strict defaults to false as in OpenAI's API.
         echoed.update(description=fmt.description, strict=bool(fmt.strict))
+    return echoed
+
+
+def _echo_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The function and MCP tools, as the response echoes them (MCP without its secrets)."""
+    echoed = []
+    for tool in tools:
+        if tool.get("type") == "function":
+            echoed.append(_echo_tool(tool))
+        elif tool.get("type") == "mcp":
+            echoed.append(echo_mcp_tool(tool))
     return echoed
 
 

@@ -31,6 +31,7 @@ from respond.protocol.requests import (
 __all__ = [
     "check_call_ids",
     "custom_tool_names",
+    "enforceable",
     "function_specs",
     "text_constraint",
     "tool_choice",
@@ -53,6 +54,8 @@ def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpe
         if kind == "custom":
             specs.append(_custom_spec(tool, where))
             continue
+        if kind == "mcp":
+            continue  # hosted tools: hosted/mcp.py adds them
         if kind != "function":
             log.info("tool type %r is not run by respond; the model does not see it", kind)
             continue
@@ -127,6 +130,16 @@ def _custom_spec(tool: dict[str, Any], where: str) -> FunctionSpec:
     )
 
 
+def enforceable(engine: Engine, schema: Mapping[str, Any]) -> bool:
+    """Whether the engine would enforce all of `schema` (for tools whose schema respond
+    does not own, such as an MCP server's: strict when it can be, else not)."""
+    try:
+        engine.check_schema(schema)
+    except UnsupportedSchemaError:
+        return False
+    return True
+
+
 def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: str) -> None:
     try:
         engine.check_schema(schema)
@@ -141,8 +154,16 @@ def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: s
         ) from exc
 
 
-def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> ToolChoice:
-    """The tool_choice as an engine sees it; names must be functions of this request."""
+def tool_choice(
+    body: CreateResponseBody,
+    specs: Sequence[FunctionSpec],
+    mcp_forced: tuple[str, ...] | None = None,
+) -> ToolChoice:
+    """The tool_choice as an engine sees it; names must be functions of this request.
+
+    `mcp_forced`: the function names of the MCP tools a {"type": "mcp"} choice names
+    (resolved by hosted/mcp.py).
+    """
     choice = body.tool_choice
     if choice == "required" and not specs:
         raise APIError(
@@ -155,6 +176,8 @@ def tool_choice(body: CreateResponseBody, specs: Sequence[FunctionSpec]) -> Tool
     data = choice if isinstance(choice, dict) else choice.model_dump()
     kind = data.get("type")
     known = {spec.name for spec in specs}
+    if kind == "mcp" and mcp_forced:
+        return ToolChoice(mode="required", allowed=mcp_forced)
     if kind in ("function", "custom"):
         name = data.get("name")
         _require_function(name, known, "tool_choice.name")

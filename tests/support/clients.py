@@ -54,6 +54,6 @@ class ValidatingTransport(httpx.HTTPTransport):
         return response
 
 
-def openai_client(base_url: str, api_key: str = "no-key") -> openai.OpenAI:
-    http = httpx.Client(transport=ValidatingTransport(), timeout=120)
+def openai_client(base_url: str, api_key: str = "no-key", timeout: float = 120) -> openai.OpenAI:
+    http = httpx.Client(transport=ValidatingTransport(), timeout=timeout)
     return openai.OpenAI(base_url=base_url, api_key=api_key, http_client=http)

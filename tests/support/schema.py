@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from openai.types.responses import ResponseOutputItem, ResponseStreamEvent, Tool, ToolChoiceMcp
+from pydantic import TypeAdapter
 from referencing import Registry, Resource
 
 SPEC_PATH = (
@@ -63,11 +65,50 @@ def validate(instance: Any, schema_name: str) -> None:
         raise AssertionError(f"{schema_name} does not validate: {details}")
 
 
+# MCP items, events, tools and tool_choice are OpenAI's Responses shapes, absent from the
+# Open Responses document: they are checked against the openai SDK's types (required fields
+# and their types), everything around them against the spec.
+MCP_ITEMS = frozenset({"mcp_list_tools", "mcp_call", "mcp_approval_request"})
+_SDK_ITEM: TypeAdapter[Any] = TypeAdapter(ResponseOutputItem)
+_SDK_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+_SDK_TOOL: TypeAdapter[Any] = TypeAdapter(Tool)
+
+
+def _without_mcp(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with its MCP items, tools and tool_choice checked by the SDK and set aside."""
+    output = []
+    for item in body.get("output") or []:
+        if item.get("type") in MCP_ITEMS:
+            _SDK_ITEM.validate_python(item)
+        else:
+            output.append(item)
+    tools = []
+    for tool in body.get("tools") or []:
+        if tool.get("type") == "mcp":
+            _SDK_TOOL.validate_python(tool)
+        else:
+            tools.append(tool)
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "mcp":
+        ToolChoiceMcp.model_validate(choice)
+        choice = "required"
+    return {**body, "output": output, "tools": tools, "tool_choice": choice}
+
+
 def validate_response(body: dict[str, Any]) -> None:
-    validate(body, "ResponseResource")
+    validate(_without_mcp(body), "ResponseResource")
 
 
 def validate_event(event: dict[str, Any]) -> None:
+    kind = str(event.get("type"))
+    if kind.startswith(("response.mcp_list_tools.", "response.mcp_call")):
+        _SDK_EVENT.validate_python(event)
+        return
+    if isinstance(event.get("item"), dict) and event["item"].get("type") in MCP_ITEMS:
+        _SDK_EVENT.validate_python(event)
+        return
+    if isinstance(event.get("response"), dict):
+        event = {**event, "response": _without_mcp(event["response"])}
     kind = event.get("type")
     name = _event_schemas().get(str(kind))
     assert name is not None, f"event type {kind!r} is not an Open Responses streaming event"

@@ -1,0 +1,201 @@
+"""One remote MCP server, reached with the official `mcp` package's client.
+
+Streamable HTTP first; a server that answers it with 404/405 (one that only offers the
+older SSE transport), or a URL ending in `/sse`, is spoken to over SSE. Each list or
+call opens its own short session: nothing is held between requests, so a background run
+or another replica needs no connection state.
+
+Headers (authorization included) go to this server only and are never logged: errors
+are reported by status and message, not by the request that caused them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types
+from mcp.client import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from respond.protocol.items import McpToolInfo
+from respond.responses.hosted._base import CallResult
+
+__all__ = ["McpClient", "McpUnavailable"]
+
+log = logging.getLogger("respond.mcp")
+
+# MCP's JSON-RPC code for a request that timed out.
+REQUEST_TIMEOUT = -32001
+METHOD_NOT_FOUND = -32601
+CONNECT_SECONDS = 10.0
+
+
+class McpUnavailable(Exception):
+    """The server could not be reached, or refused the request (the message says how)."""
+
+
+class McpClient:
+    def __init__(self, url: str, headers: Mapping[str, str], *, timeout: float) -> None:
+        self.url = url
+        self._headers = dict(headers)
+        self.timeout = timeout
+
+    async def list_tools(self) -> list[McpToolInfo]:
+        """The server's tools; raises McpUnavailable."""
+        try:
+            with anyio.fail_after(self.timeout):
+                async with self._session() as client:
+                    listed = await client.list_tools()
+        except TimeoutError:
+            raise McpUnavailable(f"no answer within {self.timeout:g}s") from None
+        except Exception as exc:
+            raise McpUnavailable(_describe(exc)) from None
+        return [_tool_info(tool) for tool in listed.tools]
+
+    async def call(self, name: str, arguments: str) -> CallResult:
+        """Run one call; every failure is a CallResult with an error, never an exception
+        (cancellation excepted: it stops the call)."""
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return _execution_error("The arguments are not a JSON object.")
+        try:
+            with anyio.fail_after(self.timeout):
+                async with self._session() as client:
+                    result = await client.call_tool(name, parsed)
+        except TimeoutError:
+            message = f"The MCP tool call timed out after {self.timeout:g}s."
+            return CallResult(
+                error={"type": "mcp_protocol_error", "code": REQUEST_TIMEOUT, "message": message}
+            )
+        except Exception as exc:
+            return _failure(exc)
+        text = _content_text(result.content)
+        if result.is_error:
+            return CallResult(
+                error={"type": "mcp_tool_execution_error", "content": _content(result.content)},
+                output=text or None,
+            )
+        return CallResult(output=text)
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[Client]:
+        if self.url.rstrip("/").endswith("/sse"):
+            async with self._sse() as client:
+                yield client
+            return
+        async with AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(self._streamable())
+            except Exception as exc:
+                # The first POST refused (404/405): a server that only speaks SSE.
+                if not _refused(exc):
+                    raise
+                client = await stack.enter_async_context(self._sse())
+            yield client
+
+    @asynccontextmanager
+    async def _streamable(self) -> AsyncIterator[Client]:
+        timeout = httpx2.Timeout(CONNECT_SECONDS, read=self.timeout)
+        async with (
+            httpx2.AsyncClient(headers=self._headers, timeout=timeout) as http,
+            Client(streamable_http_client(self.url, http_client=http), cache=None) as client,
+        ):
+            yield client
+
+    @asynccontextmanager
+    async def _sse(self) -> AsyncIterator[Client]:
+        transport = sse_client(
+            self.url, headers=self._headers, timeout=CONNECT_SECONDS, sse_read_timeout=self.timeout
+        )
+        async with Client(transport, cache=None, mode="legacy") as client:
+            yield client
+
+
+def _tool_info(tool: mcp_types.Tool) -> McpToolInfo:
+    annotations = (
+        tool.annotations.model_dump(exclude_none=True, by_alias=True) if tool.annotations else None
+    )
+    return McpToolInfo(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=annotations or None,
+    )
+
+
+def _content(blocks: list[Any]) -> list[dict[str, Any]]:
+    return [block.model_dump(mode="json", exclude_none=True, by_alias=True) for block in blocks]
+
+
+def _content_text(blocks: list[Any]) -> str:
+    """The call's output as the model and the `mcp_call` item see it: text blocks joined,
+    other blocks (images, resources) as their JSON."""
+    parts = []
+    for block in blocks:
+        if getattr(block, "type", None) == "text":
+            parts.append(block.text)
+        else:
+            parts.append(json.dumps(block.model_dump(mode="json", exclude_none=True)))
+    return "\n".join(parts)
+
+
+def _execution_error(message: str) -> CallResult:
+    return CallResult(
+        error={"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": message}]}
+    )
+
+
+def _failure(exc: BaseException) -> CallResult:
+    status = _status(exc)
+    if status is not None:
+        return CallResult(error={"type": "http_error", "code": status, "message": _describe(exc)})
+    return CallResult(
+        error={"type": "mcp_protocol_error", "code": -32000, "message": _describe(exc)}
+    )
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (possibly nested) exception groups of the client's task groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _refused(exc: BaseException) -> bool:
+    for leaf in _leaves(exc):
+        if isinstance(leaf, MCPError) and leaf.error.code == METHOD_NOT_FOUND:
+            return True  # how the streamable HTTP transport reports a 404 or 405
+    return _status(exc) in (404, 405)
+
+
+def _status(exc: BaseException) -> int | None:
+    for leaf in _leaves(exc):
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            return leaf.response.status_code
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    """A message naming what failed, without the request (whose headers are secret)."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            response = leaf.response
+            return f"HTTP status code: {response.status_code} ({response.reason_phrase})"
+        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
+            return "could not connect"
+        if isinstance(leaf, MCPError):
+            return f"{leaf.error.message} (MCP error {leaf.error.code})"
+    leaf = _leaves(exc)[0]
+    log.debug("MCP request failed: %s", type(leaf).__name__)
+    return str(leaf) or type(leaf).__name__
