@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from respond.api._common import tenant_of
 from respond.protocol.errors import APIError
 from respond.responses.history import History
-from respond.store.base import ListQuery, Store
+from respond.store.base import JSON, ItemOwner, ListQuery, Store, UnknownCursorError
 
-__all__ = ["history_of", "list_query", "not_found", "store_of"]
+__all__ = ["history_of", "item_page", "list_query", "not_found", "store_of"]
 
 
 def store_of(request: Request, kind: str, object_id: str) -> Store:
@@ -59,3 +60,17 @@ def list_query(request: Request) -> ListQuery:
         after=params.get("after") or None,
         before=params.get("before") or None,
     )
+
+
+async def item_page(
+    request: Request, store: Store, owner: ItemOwner, owner_id: str, kind: str
+) -> JSON:
+    """One page of a response's or a conversation's items, as the list endpoints answer."""
+    tenant = tenant_of(request)
+    try:
+        page = await store.list_items(tenant, owner, owner_id, list_query(request))
+    except UnknownCursorError as exc:
+        raise APIError(400, str(exc), param=exc.param, code="invalid_value") from exc
+    if page is None:
+        raise not_found(kind, owner_id)
+    return page.wire()

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from respond._ids import new_id
 from respond.api._common import parse_body, tenant_of
-from respond.api._state import history_of, list_query, not_found, store_of
+from respond.api._state import history_of, item_page, not_found, store_of
 from respond.protocol.state import (
     ConversationCreateBody,
     ConversationItemsBody,
@@ -85,12 +85,8 @@ async def create_items(request: Request, conversation_id: str) -> JSONResponse:
 
 @router.get("/v1/conversations/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str) -> JSONResponse:
-    tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
-    page = await store.list_items(tenant, "conversation", conversation_id, list_query(request))
-    if page is None:
-        raise not_found(KIND, conversation_id)
-    return JSONResponse(page.wire())
+    return JSONResponse(await item_page(request, store, "conversation", conversation_id, KIND))
 
 
 @router.get("/v1/conversations/{conversation_id}/items/{item_id}")
