@@ -41,12 +41,11 @@ def create_app(
     n_predict: int | None = None,
     temperature: float = 1.0,
 ) -> FastAPI:
-    history = History(store)
+    history = History(store, sealer)
     service = Responses(
         engines,
         recorder=recorder or history,
         history=history,
-        sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
     )

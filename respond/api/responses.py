@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from starlette.types import Receive
 
-from respond.api._common import parse_body, sse_frame, sse_frames, tenant_of
-from respond.api._state import list_query, not_found, store_of
-from respond.protocol import events as ev
+from respond.api._common import (
+    SSE_HEADERS,
+    counted,
+    parse_body,
+    run_to_end,
+    sse_frame,
+    sse_frames,
+    tenant_of,
+)
+from respond.api._state import item_page, not_found, store_of
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
-from respond.protocol.resource import ResponseResource
 from respond.protocol.state import CompactBody, deleted
 from respond.responses.background import Runs
 from respond.responses.compaction import compact
@@ -23,8 +27,6 @@ from respond.responses.replay import follow
 from respond.responses.run import PreparedRun, Responses
 
 router = APIRouter()
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @router.post("/v1/responses")
@@ -37,13 +39,11 @@ async def create_response(request: Request) -> Response:
         return await _background(request, run)
     if body.stream:
         return StreamingResponse(
-            sse_frames(_counted(request, service.events(run))),
+            sse_frames(counted(request, service.events(run))),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
-    response = await _complete(request, service, run)
-    if response.status == "failed" and response.error is not None:
-        raise APIError(run.failure_status, response.error.message, code=response.error.code)
+    response = await run_to_end(request, service, run)
     return JSONResponse(response.model_dump(mode="json"))
 
 
@@ -59,46 +59,6 @@ async def _background(request: Request, run: PreparedRun) -> Response:
     return StreamingResponse(
         _json_frames(events), media_type="text/event-stream", headers=SSE_HEADERS
     )
-
-
-async def _counted(request: Request, events: AsyncIterator[ev.Event]) -> AsyncIterator[ev.Event]:
-    """Pass events through, noting the final usage for the access log."""
-    async for event in events:
-        if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
-            _note_usage(request, event.response)
-        yield event
-
-
-def _note_usage(request: Request, response: ResponseResource) -> None:
-    if response.usage is not None:
-        request.state.tokens = (response.usage.input_tokens, response.usage.output_tokens)
-
-
-async def _complete(request: Request, service: Responses, run: PreparedRun) -> ResponseResource:
-    """Run to the end; a client that hangs up stops generation (and the run ends cancelled)."""
-    final: ResponseResource | None = None
-
-    async def consume(scope: anyio.CancelScope) -> None:
-        nonlocal final
-        async for event in _counted(request, service.events(run)):
-            if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
-                final = event.response
-        scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(consume, group.cancel_scope)
-        group.start_soon(_cancel_on_disconnect, request.receive, group.cancel_scope)
-    if final is None:
-        raise APIError(499, "Client closed the request.", code="client_closed_request")
-    return final
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 # ---------------------------------------------------------------- stored responses
@@ -171,12 +131,8 @@ async def delete_response(request: Request, response_id: str) -> JSONResponse:
 
 @router.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str) -> JSONResponse:
-    tenant = tenant_of(request)
     store = store_of(request, "response", response_id)
-    page = await store.list_items(tenant, "input", response_id, list_query(request))
-    if page is None:
-        raise not_found("response", response_id)
-    return JSONResponse(page.wire())
+    return JSONResponse(await item_page(request, store, "input", response_id, "response"))
 
 
 @router.post("/v1/responses/{response_id}/cancel")

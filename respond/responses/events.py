@@ -4,13 +4,16 @@ It is the single owner of sequence numbers and output indexes. Feed it engine de
 (`push`), then end it exactly once (`finish`, `fail` or `cancel`); each call returns the
 events to send, in order. Every event is applied to a ResponseFold as it is emitted, so
 `builder.response` is always exactly what the events so far describe.
+
+`EventBuilder.resume` picks up a stream that stopped without its terminal event (the
+process running it died): every run, live or orphaned, ends through the same methods.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from respond._ids import new_id
@@ -43,9 +46,12 @@ __all__ = ["EventBuilder"]
 class _Open:
     """The output item currently being streamed."""
 
-    kind: str  # "message" | "reasoning" | "function_call"
+    kind: str  # "message" | "reasoning" | "function_call" | "custom_tool_call"
     index: int
     item_id: str
+
+
+_PREFIX = {"message": "msg", "reasoning": "rs", "function_call": "fc", "custom_tool_call": "ctc"}
 
 
 class EventBuilder:
@@ -69,6 +75,24 @@ class EventBuilder:
         self._finish_reason: str | None = None
         self._ended = False
         self.events: list[ev.Event] = []
+
+    @classmethod
+    def resume(cls, response: ResponseResource, events: Sequence[ev.Event]) -> EventBuilder:
+        """A builder that continues the stream `events` (as stored, in order) of `response`.
+
+        The events are folded, the next sequence number and the open item restored, so the
+        stream can be ended with `fail()` exactly as a live run ends. What only the live
+        builder knew (the engine's usage, a custom call's unparsed arguments, the sealing
+        of reasoning) is not in the events and so stays unknown.
+        """
+        builder = cls(response)
+        for event in events:
+            builder._fold.apply(event)
+        builder.events = list(events)
+        builder._next_seq = events[-1].sequence_number + 1 if events else 0
+        builder._ended = any(isinstance(event, ev.TERMINAL_EVENTS) for event in events)
+        builder._open = None if builder._ended else _still_open(builder.response)
+        return builder
 
     @property
     def response(self) -> ResponseResource:
@@ -222,13 +246,7 @@ class EventBuilder:
         ]
 
     def _open_item(self, kind: str, make: object) -> list[ev.Event]:
-        prefix = {
-            "message": "msg",
-            "reasoning": "rs",
-            "function_call": "fc",
-            "custom_tool_call": "ctc",
-        }[kind]
-        item_id = new_id(prefix)
+        item_id = new_id(_PREFIX[kind])
         item = make(item_id)  # type: ignore[operator]
         index = len(self.response.output)
         self._open = _Open(kind=kind, index=index, item_id=item_id)
@@ -251,7 +269,8 @@ class EventBuilder:
         item = self.response.output[open_.index].model_copy(deep=True)
         item_id, index = open_.item_id, open_.index
         out: list[ev.Event] = []
-        if isinstance(item, MessageItem):
+        # A resumed stream may stop between an item's `added` and its content part's.
+        if isinstance(item, MessageItem) and item.content:
             part = item.content[0]
             assert isinstance(part, OutputText)
             out.append(
@@ -272,7 +291,7 @@ class EventBuilder:
                     )
                 )
             )
-        elif isinstance(item, ReasoningItem):
+        elif isinstance(item, ReasoningItem) and item.content:
             reasoning = item.content[0]
             if self._seal_reasoning is not None:
                 item.encrypted_content = self._seal_reasoning(reasoning.text)
@@ -356,6 +375,17 @@ class EventBuilder:
         self._fold.apply(event)
         self.events.append(event)
         return event
+
+
+def _still_open(response: ResponseResource) -> _Open | None:
+    """The item a stream left open: the last one, unless it is done (a status set at done)."""
+    if not response.output:
+        return None
+    index = len(response.output) - 1
+    item = response.output[index]
+    if item.status in ("completed", "incomplete") or item.type not in _PREFIX:
+        return None
+    return _Open(kind=item.type, index=index, item_id=item.id)
 
 
 def _logprob(lp: d.TokenLogprob) -> LogProb:

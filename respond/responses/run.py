@@ -24,6 +24,7 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Sampling,
+    model_loading,
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
@@ -45,28 +46,30 @@ from respond.responses.tools import (
     text_constraint,
     tool_choice,
 )
+from respond.store.base import JSON
 
-__all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
+__all__ = ["PreparedRun", "ResponseRecorder", "Responses", "api_error"]
 
 log = logging.getLogger("respond.run")
 
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
-
-# HTTP status for a failed run answered as JSON (nothing streamed yet).
-FAILURE_STATUS = {
-    "model_loading": 503,
-    "model_unavailable": 503,
-    "upstream_error": 502,
-    "upstream_timeout": 504,
-}
 
 
 class ResponseRecorder(Protocol):
     """Where finished runs are kept (the store). Called once per run, at its end."""
 
     async def record(
-        self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]
+        self,
+        tenant: str | None,
+        input_items: list[JSON],
+        response: ResponseResource,
+        events: list[ev.Event],
     ) -> None: ...
+
+
+def api_error(exc: EngineError) -> APIError:
+    """An engine's failure as the client sees it when nothing has been streamed yet."""
+    return APIError(exc.status, exc.message, code=exc.code)
 
 
 @dataclass
@@ -75,8 +78,11 @@ class PreparedRun:
     engine: Engine
     turn: ChatTurn
     resource: ResponseResource
-    input_items: list[dict[str, Any]]
+    input_items: list[JSON]
+    # The run's stream state: its events so far, and the response they fold into.
+    builder: EventBuilder
     tenant: str | None = None
+    # The HTTP status of a failed run answered as JSON (nothing streamed yet).
     failure_status: int = field(default=500)
     # Every item the turn was built from (history, then this input), as the engine saw them.
     context: list[InputItem] = field(default_factory=list)
@@ -93,7 +99,6 @@ class Responses:
         *,
         recorder: ResponseRecorder | None = None,
         history: History | None = None,
-        sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
@@ -103,12 +108,16 @@ class Responses:
         self.engines = dict(engines)
         self.recorder = recorder
         self.history = history or History(None)
-        self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
         # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+
+    @property
+    def sealer(self) -> Sealer:
+        """The server's sealing key (kept by History, which also opens compaction items)."""
+        return self.history.sealer
 
     # ------------------------------------------------------------ preparing
 
@@ -146,12 +155,15 @@ class Responses:
         turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
+        seal = self.sealer.seal if ENCRYPTED_INCLUDE in body.include else None
+        builder = EventBuilder(resource, seal_reasoning=seal, custom_tools=custom_tool_names(body))
         return PreparedRun(
             body=body,
             engine=engine,
             turn=turn,
             resource=resource,
             input_items=context.new_stored,
+            builder=builder,
             tenant=tenant,
             context=context.items,
         )
@@ -165,7 +177,7 @@ class Responses:
         """The engine and the turn a body asks for, with stored history in front of its input."""
         engine = self.engine_for(body.model)
         if not engine.ready:
-            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+            raise api_error(model_loading())
         context = await self.history.context(body, tenant, remembered=remembered)
         context.new = open_reasoning(context.new, self.sealer)
         check_call_ids(context.items, new_from=len(context.history))
@@ -178,10 +190,14 @@ class Responses:
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
         engine, turn, _ = await self.assemble(body, tenant)
+        return await self.count_tokens(engine, turn)
+
+    async def count_tokens(self, engine: Engine, turn: ChatTurn) -> int:
+        """The prompt tokens `turn` costs; an engine's failure is raised as an APIError."""
         try:
             return await engine.count_tokens(turn)
         except EngineError as exc:
-            raise APIError(exc.status, exc.message, code=exc.code) from exc
+            raise api_error(exc) from exc
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -220,7 +236,7 @@ class Responses:
         if window is None:
             return
         while True:
-            tokens = await engine.count_tokens(turn)
+            tokens = await self.count_tokens(engine, turn)
             if tokens < window:
                 return
             droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
@@ -274,10 +290,7 @@ class Responses:
 
     async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
-        seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
-        builder = EventBuilder(
-            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
-        )
+        builder = run.builder
         try:
             for event in builder.start():
                 yield event
@@ -316,7 +329,9 @@ class Responses:
         if self.recorder is None or not run.resource.store:
             return
         try:
-            await self.recorder.record(run, builder.response, builder.events)
+            await self.recorder.record(
+                run.tenant, run.input_items, builder.response, builder.events
+            )
         except Exception:
             log.exception("could not store response %s", run.resource.id)
 

@@ -33,6 +33,7 @@ from respond.engines._base import (
     TokenLogprob,
     UnsupportedSchemaError,
     Usage,
+    model_loading,
 )
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
 from respond.engines.llamacpp._decoding import plan_decoding, visible_tools
@@ -182,9 +183,7 @@ class LlamaCppEngine(Engine):
 
     def _require_ready(self) -> None:
         if not self._loaded.is_set():
-            raise EngineError(
-                "The model is still loading; retry shortly.", code="model_loading", status=503
-            )
+            raise model_loading()
         if self.load_error is not None:
             raise EngineError(self.load_error, code="model_unavailable", status=503)
 
