@@ -94,6 +94,10 @@ class Runs:
             flushed = time.monotonic()
             async for event in events:
                 pending.append(event)
+                # One delta can make several events: the builder's response is what the
+                # events yielded so far describe only once the last one it made is here.
+                if event is not run.builder.events[-1]:
+                    continue
                 # A status change is stored at once: pollers see in_progress right away.
                 status = isinstance(event, (ev.ResponseInProgress, *ev.TERMINAL_EVENTS))
                 if status or time.monotonic() - flushed >= FLUSH_SECONDS:
@@ -108,7 +112,7 @@ class Runs:
         self, run: PreparedRun, pending: list[ev.Event]
     ) -> tuple[list[ev.Event], bool]:
         """Store pending events (kept for the next try on a store error) with the response
-        they bring it to (the builder's: the run stands at the last event it yielded).
+        they bring it to (the builder's, caught up with them).
 
         Returns what is still pending, and whether a cancel was requested.
         """
