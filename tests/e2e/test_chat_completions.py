@@ -101,7 +101,9 @@ def test_server_defaults_apply_to_streamed_chat_completions(greedy: Server) -> N
 def test_stream_disconnect_stops_generation(server: Server) -> None:
     since = len(server.log())
     body = {"messages": [{"role": "user", "content": STORY}], "stream": True, "max_tokens": 3000}
-    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=body) as reply:
+    with httpx.stream(
+        "POST", f"{server.base_url}/chat/completions", json=body, timeout=60
+    ) as reply:
         for index, _ in enumerate(reply.iter_lines()):
             if index == 6:
                 break
