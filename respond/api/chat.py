@@ -11,20 +11,24 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from respond.api._chat_wire import chunks, completion, to_request
-from respond.api._common import SSE_HEADERS, counted, parse_body, run_to_end, tenant_of
+from respond.api._common import SSE_HEADERS, JSONRoute, counted, run_to_end, tenant_of
+from respond.api._docs import ERRORS, SSE
 from respond.protocol.chat import ChatBody
 from respond.protocol.errors import APIError
 from respond.responses.run import Responses
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute, tags=["chat"])
 
 
-@router.post("/v1/chat/completions")
-async def chat_completions(request: Request) -> Response:
+@router.post(
+    "/v1/chat/completions",
+    responses={200: {"content": SSE, "description": "A chat.completion, or chunks"}, **ERRORS},
+)
+async def chat_completions(request: Request, body: ChatBody) -> Response:
+    """Chat Completions through the same run (JSON, or SSE chunks with `stream: true`)."""
     tenant = tenant_of(request)
-    body = await parse_body(request, ChatBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     chat = to_request(body)
     try:

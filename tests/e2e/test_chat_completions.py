@@ -129,7 +129,7 @@ def test_non_stream_disconnect_stops_generation(server: Server) -> None:
 
 @pytest.fixture(scope="module")
 def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The FAKE scripted engine (tests/support/fake_engine.py): a model that thinks first."""
+    """The FAKE scripted engine (respond.testing): a model that thinks first."""
     script = [[{"raw": "<think>The user says hi.\nBe brief.</think>\n\nHello there!"}]]
     server, _ = start_fake_server(Path(tmp_path_factory.mktemp("thinker")), script)
     yield server

@@ -22,8 +22,8 @@ from respond.responses.history import History
 from respond.responses.run import Responses
 from respond.store.base import JSON
 from respond.store.sqlite import SQLiteStore
+from respond.testing import ScriptedEngine
 from tests.support.schema import validate_event, validate_response
-from tests.support.scripted import ScriptedEngine
 
 EVENTS: TypeAdapter[list[ev.Event]] = TypeAdapter(list[ev.Event])
 
