@@ -56,12 +56,11 @@ def create_app(
     meters = Metrics(engines)
     if store is not None:
         store.observer = meters.observe_store
-    history = History(store)
+    history = History(store, sealer)
     service = Responses(
         engines,
         recorder=recorder or history,
         history=history,
-        sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
         metrics=meters,

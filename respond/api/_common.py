@@ -1,10 +1,12 @@
-"""What every route shares: body parsing with OpenAI-style errors, auth, SSE framing."""
+"""What every route shares: body parsing with OpenAI-style errors, auth, SSE framing, and
+running a prepared run to its end for a client that waits for one JSON answer."""
 
 from __future__ import annotations
 
 import hmac
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +18,21 @@ from starlette.types import Receive
 
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
-from respond.protocol.events import Event
 from respond.protocol.resource import ResponseResource
 from respond.responses.run import PreparedRun, Responses
 
-__all__ = ["JSONRoute", "KeyRing", "counted", "run_to_end", "sse_frames", "tenant_of"]
+__all__ = [
+    "SSE_HEADERS",
+    "JSONRoute",
+    "KeyRing",
+    "counted",
+    "run_to_end",
+    "sse_frame",
+    "sse_frames",
+    "tenant_of",
+]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 class JSONRoute(APIRoute):
@@ -126,7 +138,7 @@ def tenant_of(request: Request, *, x_api_key: bool = False) -> str | None:
     return tenant
 
 
-def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:
+def sse_frame(event: ev.Event | dict[str, Any], name: str | None = None) -> bytes:
     if isinstance(event, BaseModel):
         return f"event: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
     data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
@@ -134,37 +146,39 @@ def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:
     return f"{prefix}data: {data}\n\n".encode()
 
 
-async def sse_frames(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+async def sse_frames(events: AsyncIterator[ev.Event]) -> AsyncIterator[bytes]:
     async for event in events:
         yield sse_frame(event)
 
 
-# ---------------------------------------------------------------- running a prepared run
+# ---------------------------------------------------------------- running
 
 
 async def counted(
-    request: Request, events: AsyncIterator[ev.Event]
+    request: Request, events: AsyncGenerator[ev.Event, None]
 ) -> AsyncGenerator[ev.Event, None]:
-    """Pass events through, noting the final usage for the access log."""
-    async for event in events:
-        if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
-            _note_usage(request, event.response)
-        yield event
-
-
-def _note_usage(request: Request, response: ResponseResource) -> None:
-    if response.usage is not None:
-        request.state.tokens = (response.usage.input_tokens, response.usage.output_tokens)
+    """Pass a run's events through, noting the final usage for the access log. Closing
+    this closes the run (which then stops generating)."""
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, ev.TERMINAL_EVENTS) and event.response.usage is not None:
+                usage = event.response.usage
+                request.state.tokens = (usage.input_tokens, usage.output_tokens)
+            yield event
 
 
 async def run_to_end(request: Request, service: Responses, run: PreparedRun) -> ResponseResource:
-    """Run to the end; a client that hangs up stops generation (and the run ends cancelled)."""
+    """The run's final response, for a client waiting for one JSON answer.
+
+    A failed run is raised as its APIError (nothing has been sent yet). A client that
+    hangs up stops generation: the run ends cancelled, and this answers 499.
+    """
     final: ResponseResource | None = None
 
     async def consume(scope: anyio.CancelScope) -> None:
         nonlocal final
         async for event in counted(request, service.events(run)):
-            if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
+            if isinstance(event, ev.TERMINAL_EVENTS):
                 final = event.response
         scope.cancel()
 
@@ -173,6 +187,8 @@ async def run_to_end(request: Request, service: Responses, run: PreparedRun) -> 
         group.start_soon(_cancel_on_disconnect, request.receive, group.cancel_scope)
     if final is None:
         raise APIError(499, "Client closed the request.", code="client_closed_request")
+    if final.status == "failed" and final.error is not None:
+        raise APIError(run.failure_status, final.error.message, code=final.error.code)
     return final
 
 

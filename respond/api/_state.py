@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Query, Request
 
+from respond.api._common import tenant_of
 from respond.protocol.errors import APIError
 from respond.responses.history import History
-from respond.store.base import ListQuery, Store
+from respond.store.base import JSON, ItemOwner, ListQuery, Store, UnknownCursorError
 
-__all__ = ["ListParams", "history_of", "not_found", "store_of"]
+__all__ = ["ListParams", "history_of", "item_page", "not_found", "store_of"]
 
 
 def store_of(request: Request, kind: str, object_id: str) -> Store:
@@ -43,3 +44,17 @@ def _list_query(
 
 
 ListParams = Annotated[ListQuery, Depends(_list_query)]
+
+
+async def item_page(
+    request: Request, store: Store, owner: ItemOwner, owner_id: str, query: ListQuery, kind: str
+) -> JSON:
+    """One page of a response's or a conversation's items, as the list endpoints answer."""
+    tenant = tenant_of(request)
+    try:
+        page = await store.list_items(tenant, owner, owner_id, query)
+    except UnknownCursorError as exc:
+        raise APIError(400, str(exc), param=exc.param, code="invalid_value") from exc
+    if page is None:
+        raise not_found(kind, owner_id)
+    return page.wire()

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from respond._ids import new_id
 from respond.api._common import JSONRoute, tenant_of
 from respond.api._docs import ERRORS
-from respond.api._state import ListParams, history_of, not_found, store_of
+from respond.api._state import ListParams, history_of, item_page, not_found, store_of
 from respond.protocol.state import (
     Conversation,
     ConversationCreateBody,
@@ -88,12 +88,9 @@ async def create_items(
 
 @router.get("/v1/conversations/{conversation_id}/items", response_model=ItemList, responses=ERRORS)
 async def list_items(request: Request, conversation_id: str, query: ListParams) -> JSONResponse:
-    tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
-    page = await store.list_items(tenant, "conversation", conversation_id, query)
-    if page is None:
-        raise not_found(KIND, conversation_id)
-    return JSONResponse(page.wire())
+    page = await item_page(request, store, "conversation", conversation_id, query, KIND)
+    return JSONResponse(page)
 
 
 @router.get("/v1/conversations/{conversation_id}/items/{item_id}", responses=ERRORS)

@@ -63,7 +63,7 @@ async def create_message(request: Request, body: m.MessagesBody) -> Response:
     response = await run_to_end(request, service, run)
     if response.status == "failed" and response.error is not None:
         raise APIError(run.failure_status, response.error.message, code=response.error.code)
-    return JSONResponse(message_of(response, run).wire(), headers=headers)
+    return JSONResponse(message_of(response, run).model_dump(mode="json"), headers=headers)
 
 
 @router.post("/v1/messages/count_tokens", response_model=m.TokenCount, responses=ERRORS)
@@ -140,4 +140,6 @@ def error_response(
     body = m.MessagesError(
         error=m.MessagesErrorDetail(type=error_type(status), message=message), request_id=rid
     )
-    return JSONResponse(body.wire(), status_code=status, headers={"request-id": rid})
+    return JSONResponse(
+        body.model_dump(mode="json"), status_code=status, headers={"request-id": rid}
+    )

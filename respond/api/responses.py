@@ -8,9 +8,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from respond.api._common import JSONRoute, counted, run_to_end, sse_frame, sse_frames, tenant_of
+from respond.api._common import (
+    SSE_HEADERS,
+    JSONRoute,
+    counted,
+    run_to_end,
+    sse_frame,
+    sse_frames,
+    tenant_of,
+)
 from respond.api._docs import ERRORS, json_or_sse
-from respond.api._state import ListParams, not_found, store_of
+from respond.api._state import ListParams, item_page, not_found, store_of
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ResponseResource
@@ -29,8 +37,6 @@ from respond.responses.run import PreparedRun, Responses
 
 router = APIRouter(route_class=JSONRoute, tags=["responses"])
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
 
 @router.post("/v1/responses", responses={**json_or_sse(ResponseResource), **ERRORS})
 async def create_response(request: Request, body: CreateResponseBody) -> Response:
@@ -48,8 +54,6 @@ async def create_response(request: Request, body: CreateResponseBody) -> Respons
             headers=SSE_HEADERS,
         )
     response = await run_to_end(request, service, run)
-    if response.status == "failed" and response.error is not None:
-        raise APIError(run.failure_status, response.error.message, code=response.error.code)
     return JSONResponse(response.model_dump(mode="json"))
 
 
@@ -128,12 +132,9 @@ async def delete_response(request: Request, response_id: str) -> JSONResponse:
 
 @router.get("/v1/responses/{response_id}/input_items", response_model=ItemList, responses=ERRORS)
 async def list_input_items(request: Request, response_id: str, query: ListParams) -> JSONResponse:
-    tenant = tenant_of(request)
     store = store_of(request, "response", response_id)
-    page = await store.list_items(tenant, "input", response_id, query)
-    if page is None:
-        raise not_found("response", response_id)
-    return JSONResponse(page.wire())
+    page = await item_page(request, store, "input", response_id, query, "response")
+    return JSONResponse(page)
 
 
 @router.post(

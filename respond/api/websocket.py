@@ -46,7 +46,6 @@ REMEMBERED = 16
 FORGOTTEN = 1024
 
 _ITEM: TypeAdapter[InputItem] = TypeAdapter(InputItem)
-_TERMINAL = (ev.ResponseCompleted, ev.ResponseIncomplete, ev.ResponseFailed)
 
 
 @router.websocket("/v1/responses")
@@ -152,7 +151,7 @@ class Connection:
         final: ResponseResource | None = None
         async with aclosing(self.service.events(run)) as events:
             async for event in events:
-                if isinstance(event, _TERMINAL):
+                if isinstance(event, ev.TERMINAL_EVENTS):
                     final = event.response
                 await self._send(event.model_dump_json())
         assert final is not None, "Responses.events always ends with a terminal event"

@@ -46,6 +46,7 @@ __all__ = [
     "UnsupportedSchemaError",
     "UpstreamLoad",
     "Usage",
+    "model_loading",
 ]
 
 
@@ -234,6 +235,13 @@ class EngineError(Exception):
         self.message = message
         self.code = code
         self.status = status
+
+
+def model_loading() -> EngineError:
+    """The error for a request that reaches a model before it has loaded."""
+    return EngineError(
+        "The model is still loading; retry shortly.", code="model_loading", status=503
+    )
 
 
 class ContextOverflowError(Exception):

@@ -43,6 +43,8 @@ __all__ = [
     "ResponseInProgress",
     "ResponseIncomplete",
     "ResponseQueued",
+    "TERMINAL_EVENTS",
+    "TERMINAL_TYPES",
 ]
 
 Part = Annotated[OutputText | Refusal | ReasoningText, Field(discriminator="type")]
@@ -255,3 +257,8 @@ Event = Annotated[
     | ErrorEvent,
     Field(discriminator="type"),
 ]
+
+# The events that end a response's stream, exactly one per response: as classes (for
+# isinstance) and as their `type` strings (for stored JSON events).
+TERMINAL_EVENTS = (ResponseCompleted, ResponseIncomplete, ResponseFailed)
+TERMINAL_TYPES = frozenset(kind.model_fields["type"].default for kind in TERMINAL_EVENTS)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator
+from pydantic import Discriminator, Field, Tag
 
-from respond.protocol._base import WireIn
+from respond.protocol._base import Metadata, WireIn
 
 __all__ = [
     "AllowedToolsChoice",
@@ -297,7 +297,7 @@ class CreateResponseBody(WireIn):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     max_output_tokens: int | None = Field(default=None, ge=1)
     truncation: Literal["auto", "disabled"] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
     store: bool | None = None
     background: bool | None = None
     stream: bool | None = None
@@ -311,17 +311,3 @@ class CreateResponseBody(WireIn):
     # its top_k and stop_sequences here, and Responses clients may send them too.
     top_k: int | None = Field(default=None, ge=0)
     stop: list[str] = Field(default_factory=list, max_length=16)
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is None:
-            return None
-        if len(value) > 16:
-            raise ValueError("metadata can have at most 16 keys")
-        for key, item in value.items():
-            if len(key) > 64:
-                raise ValueError(f"metadata key '{key[:20]}...' is longer than 64 characters")
-            if len(item) > 512:
-                raise ValueError(f"metadata value for '{key}' is longer than 512 characters")
-        return value

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from respond.protocol._base import Wire, WireIn
+from respond.protocol._base import Metadata, Wire, WireIn
 from respond.protocol.requests import InputItem
 
 __all__ = [
@@ -23,17 +23,6 @@ __all__ = [
 ]
 
 
-def _check_metadata(value: dict[str, str] | None) -> dict[str, str] | None:
-    if value is None:
-        return None
-    if len(value) > 16:
-        raise ValueError("metadata can have at most 16 keys")
-    for key, item in value.items():
-        if len(key) > 64 or len(item) > 512:
-            raise ValueError("metadata keys are at most 64 characters, values at most 512")
-    return value
-
-
 class CompactBody(WireIn):
     model: str
     input: str | list[InputItem] = Field(default_factory=list)
@@ -44,21 +33,11 @@ class CompactBody(WireIn):
 
 class ConversationCreateBody(WireIn):
     items: list[InputItem] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, str] | None = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        return _check_metadata(value)
+    metadata: Metadata | None = None
 
 
 class MetadataBody(WireIn):
-    metadata: dict[str, str]
-
-    @field_validator("metadata")
-    @classmethod
-    def _limits(cls, value: dict[str, str]) -> dict[str, str]:
-        return _check_metadata(value) or {}
+    metadata: Metadata
 
 
 class ConversationItemsBody(WireIn):

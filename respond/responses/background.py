@@ -16,14 +16,14 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
+
+from pydantic import TypeAdapter
 
 from respond._ids import new_id
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.resource import TERMINAL_STATUSES, ResponseResource
-from respond.responses.fold import ResponseFold
-from respond.responses.replay import TERMINAL_EVENTS
+from respond.responses.events import EventBuilder
 from respond.responses.run import PreparedRun, Responses
 from respond.store.base import JSON, Store
 
@@ -36,6 +36,12 @@ HEARTBEAT_SECONDS = 2.0
 STALE_SECONDS = 10  # a runner silent this long is dead; its runs fail
 CANCEL_WAIT_SECONDS = 30.0
 INTERRUPTED = "run_interrupted"
+INTERRUPTED_MESSAGE = (
+    "The server running this response stopped (crash or restart) before it finished. "
+    "The run was not resumed; create it again."
+)
+
+_EVENTS: TypeAdapter[list[ev.Event]] = TypeAdapter(list[ev.Event])
 
 
 class Runs:
@@ -64,11 +70,8 @@ class Runs:
             )
         events = self.service.events(run)
         assert isinstance(events, AsyncGenerator)
-        fold = ResponseFold()
         first = [await anext(events), await anext(events)]  # created, queued
-        for event in first:
-            fold.apply(event)
-        response = _response(fold)
+        response = run.builder.response.model_copy(deep=True)
         await self.store.save_response(
             run.tenant,
             response.model_dump(mode="json"),
@@ -76,14 +79,12 @@ class Runs:
             [event.model_dump(mode="json") for event in first],
             runner=self.runner,
         )
-        task = asyncio.ensure_future(self._work(run, events, fold))
+        task = asyncio.ensure_future(self._work(run, events))
         self.tasks[response.id] = task
         task.add_done_callback(lambda _: self.tasks.pop(response.id, None))
         return response
 
-    async def _work(
-        self, run: PreparedRun, events: AsyncGenerator[ev.Event, None], fold: ResponseFold
-    ) -> None:
+    async def _work(self, run: PreparedRun, events: AsyncGenerator[ev.Event, None]) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._concurrency)
         # Closing the generator (also on cancel) makes the run end `cancelled` and record
@@ -92,12 +93,15 @@ class Runs:
             pending: list[ev.Event] = []
             flushed = time.monotonic()
             async for event in events:
-                fold.apply(event)
                 pending.append(event)
+                # One delta can make several events: the builder's response is what the
+                # events yielded so far describe only once the last one it made is here.
+                if event is not run.builder.events[-1]:
+                    continue
                 # A status change is stored at once: pollers see in_progress right away.
-                status = isinstance(event, ev.ResponseInProgress) or event.type in TERMINAL_EVENTS
+                status = isinstance(event, (ev.ResponseInProgress, *ev.TERMINAL_EVENTS))
                 if status or time.monotonic() - flushed >= FLUSH_SECONDS:
-                    pending, cancelled = await self._flush(run, fold, pending)
+                    pending, cancelled = await self._flush(run, pending)
                     flushed = time.monotonic()
                     if cancelled:  # asked on a replica whose signal did not reach us
                         log.info("cancelling %s: a cancel was requested", run.resource.id)
@@ -105,9 +109,10 @@ class Runs:
         await self.store.publish("events", run.resource.id)
 
     async def _flush(
-        self, run: PreparedRun, fold: ResponseFold, pending: list[ev.Event]
+        self, run: PreparedRun, pending: list[ev.Event]
     ) -> tuple[list[ev.Event], bool]:
-        """Store pending events (kept for the next try on a store error).
+        """Store pending events (kept for the next try on a store error) with the response
+        they bring it to (the builder's, caught up with them).
 
         Returns what is still pending, and whether a cancel was requested.
         """
@@ -116,7 +121,7 @@ class Runs:
                 run.tenant,
                 run.resource.id,
                 [event.model_dump(mode="json") for event in pending],
-                _response(fold).model_dump(mode="json"),
+                run.builder.response.model_dump(mode="json"),
             )
         except Exception:
             log.exception("could not store events of %s", run.resource.id)
@@ -203,12 +208,18 @@ class Runs:
         return recovered
 
     async def _fail_orphan(self, tenant: str | None, response: JSON) -> bool:
+        """End a run whose process died: its stored stream, resumed, ends with fail()."""
         response_id = response["id"]
         stored = await self.store.events_after(tenant, response_id, -1) or []
-        last = stored[-1]["sequence_number"] if stored else -1
-        failed = _interrupted(response)
-        event = {"type": "response.failed", "sequence_number": last + 1, "response": failed}
-        ended = await self.store.end_unfinished(tenant, response_id, failed, event)
+        events = _EVENTS.validate_python(stored)
+        builder = EventBuilder.resume(ResponseResource.model_validate(response), events)
+        ending = [] if builder.ended else builder.fail(INTERRUPTED, INTERRUPTED_MESSAGE)
+        ended = await self.store.end_unfinished(
+            tenant,
+            response_id,
+            builder.response.model_dump(mode="json"),
+            [event.model_dump(mode="json") for event in ending],
+        )
         if ended:
             log.warning("response %s was left unfinished by a stopped server: failed", response_id)
             await self.store.publish("events", response_id)
@@ -222,23 +233,3 @@ class Runs:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def _response(fold: ResponseFold) -> ResponseResource:
-    response = fold.response
-    assert response is not None
-    return response
-
-
-def _interrupted(response: JSON) -> JSON:
-    failed: dict[str, Any] = {**response, "status": "failed", "completed_at": None}
-    failed["error"] = {
-        "code": INTERRUPTED,
-        "message": "The server running this response stopped (crash or restart) before it "
-        "finished. The run was not resumed; create it again.",
-    }
-    failed["output"] = [
-        {**item, "status": "incomplete"} if item.get("status") == "in_progress" else item
-        for item in response.get("output") or []
-    ]
-    return failed

@@ -4,13 +4,16 @@ It is the single owner of sequence numbers and output indexes. Feed it engine de
 (`push`), then end it exactly once (`finish`, `fail` or `cancel`); each call returns the
 events to send, in order. Every event is applied to a ResponseFold as it is emitted, so
 `builder.response` is always exactly what the events so far describe.
+
+`EventBuilder.resume` picks up a stream that stopped without its terminal event (the
+process running it died): every run, live or orphaned, ends through the same methods.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from respond._ids import new_id
@@ -52,6 +55,17 @@ class _Open:
     item_id: str
 
 
+_PREFIX = {
+    "message": "msg",
+    "reasoning": "rs",
+    "function_call": "fc",
+    "custom_tool_call": "ctc",
+    "mcp_list_tools": "mcpl",
+    "mcp_call": "mcp",
+    "mcp_approval_request": "mcpr",
+}
+
+
 class EventBuilder:
     def __init__(
         self,
@@ -80,6 +94,24 @@ class EventBuilder:
         self._finish_reason: str | None = None
         self._ended = False
         self.events: list[ev.Event] = []
+
+    @classmethod
+    def resume(cls, response: ResponseResource, events: Sequence[ev.Event]) -> EventBuilder:
+        """A builder that continues the stream `events` (as stored, in order) of `response`.
+
+        The events are folded, the next sequence number and the open item restored, so the
+        stream can be ended with `fail()` exactly as a live run ends. What only the live
+        builder knew (the engine's usage, a custom call's unparsed arguments, the sealing
+        of reasoning) is not in the events and so stays unknown.
+        """
+        builder = cls(response)
+        for event in events:
+            builder._fold.apply(event)
+        builder.events = list(events)
+        builder._next_seq = events[-1].sequence_number + 1 if events else 0
+        builder._ended = any(isinstance(event, ev.TERMINAL_EVENTS) for event in events)
+        builder._open = None if builder._ended else _still_open(builder.response)
+        return builder
 
     @property
     def response(self) -> ResponseResource:
@@ -334,16 +366,7 @@ class EventBuilder:
         ]
 
     def _open_item(self, kind: str, make: object) -> list[ev.Event]:
-        prefix = {
-            "message": "msg",
-            "reasoning": "rs",
-            "function_call": "fc",
-            "custom_tool_call": "ctc",
-            "mcp_list_tools": "mcpl",
-            "mcp_call": "mcp",
-            "mcp_approval_request": "mcpr",
-        }[kind]
-        item_id = new_id(prefix)
+        item_id = new_id(_PREFIX[kind])
         item = make(item_id)  # type: ignore[operator]
         index = len(self.response.output)
         self._open = _Open(kind=kind, index=index, item_id=item_id)
@@ -366,7 +389,8 @@ class EventBuilder:
         item = self.response.output[open_.index].model_copy(deep=True)
         item_id, index = open_.item_id, open_.index
         out: list[ev.Event] = []
-        if isinstance(item, MessageItem):
+        # A resumed stream may stop between an item's `added` and its content part's.
+        if isinstance(item, MessageItem) and item.content:
             part = item.content[0]
             assert isinstance(part, OutputText)
             out.append(
@@ -387,7 +411,7 @@ class EventBuilder:
                     )
                 )
             )
-        elif isinstance(item, ReasoningItem):
+        elif isinstance(item, ReasoningItem) and item.content:
             reasoning = item.content[0]
             if self._seal_reasoning is not None:
                 item.encrypted_content = self._seal_reasoning(reasoning.text)
@@ -494,6 +518,19 @@ def _added(a: d.Usage, b: d.Usage) -> d.Usage:
         cached_tokens=a.cached_tokens + b.cached_tokens,
         reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
     )
+
+
+def _still_open(response: ResponseResource) -> _Open | None:
+    """The item a stream left open: the last one, unless it is done (a status set at done)."""
+    if not response.output:
+        return None
+    index = len(response.output) - 1
+    item = response.output[index]
+    # A listing is added and done in one step (it has no status): never left open.
+    done = getattr(item, "status", None) in ("completed", "incomplete", "failed")
+    if done or item.type == "mcp_list_tools" or item.type not in _PREFIX:
+        return None
+    return _Open(kind=item.type, index=index, item_id=item.id)
 
 
 def _logprob(lp: d.TokenLogprob) -> LogProb:

@@ -10,16 +10,9 @@ name and `compaction` items by the context they carry.
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import TypeAdapter, ValidationError
 
 from respond._ids import new_id
@@ -34,16 +27,13 @@ from respond.protocol.requests import (
 )
 from respond.protocol.resource import ResponseResource
 from respond.responses.context import normalize_input, stored_item
+from respond.responses.sealing import Sealer
 from respond.store.base import JSON, Store
-
-if TYPE_CHECKING:
-    from respond.responses.run import PreparedRun
 
 __all__ = ["Context", "History"]
 
 ITEMS: TypeAdapter[InputItem] = TypeAdapter(InputItem)
 MAX_CHAIN = 1000  # previous_response_id hops; a longer chain is surely a loop
-COMPACTION_KEY = "compaction-aes-gcm"
 
 
 @dataclass
@@ -61,11 +51,15 @@ class Context:
 
 
 class History:
-    """Reads context from the store and records finished runs into it."""
+    """Reads context from the store and records finished runs into it.
 
-    def __init__(self, store: Store | None) -> None:
+    `sealer` seals what clients carry instead of the store keeping it (reasoning, compaction
+    items); without one, blobs are valid only as long as this process lives.
+    """
+
+    def __init__(self, store: Store | None, sealer: Sealer | None = None) -> None:
         self.store = store
-        self._key: AESGCM | None = None
+        self.sealer = sealer or Sealer.ephemeral()
 
     # ------------------------------------------------------------ reading
 
@@ -93,7 +87,7 @@ class History:
             ctx.conversation_id = conversation_id(body.conversation)
             ctx.history = await self._conversation(ctx.conversation_id, tenant)
         ctx.new_stored = await self.resolve(normalize_input(body.input), tenant)
-        ctx.new = await self.expand(ctx.new_stored, tenant)
+        ctx.new = self.expand(ctx.new_stored, tenant)
         return ctx
 
     async def _chain(self, response_id: str, tenant: str | None) -> list[InputItem]:
@@ -111,7 +105,7 @@ class History:
             turns.append([*stored.input_items, *stored.output_items])
             next_id = stored.response.get("previous_response_id")
         items = [item for turn in reversed(turns) for item in turn]
-        return await self.expand(items, tenant)
+        return self.expand(items, tenant)
 
     async def _conversation(self, conv_id: str, tenant: str | None) -> list[InputItem]:
         found = await self.store.get_conversation(tenant, conv_id) if self.store else None
@@ -123,7 +117,7 @@ class History:
                 code="conversation_not_found",
             )
         assert self.store is not None
-        return await self.expand(await self.store.conversation_items(tenant, conv_id), tenant)
+        return self.expand(await self.store.conversation_items(tenant, conv_id), tenant)
 
     async def resolve(self, items: Sequence[InputItem], tenant: str | None) -> list[JSON]:
         """Input items as they are kept: ids given, item references replaced by their items."""
@@ -143,38 +137,32 @@ class History:
             out.append(found)
         return out
 
-    async def expand(self, items: Sequence[JSON], tenant: str | None) -> list[InputItem]:
+    def expand(self, items: Sequence[JSON], tenant: str | None) -> list[InputItem]:
         """Stored items -> input items an engine turn is built from (compactions unpacked)."""
         out: list[InputItem] = []
         for item in items:
             parsed = _parse(item)
             if isinstance(parsed, CompactionInput):
-                out.extend(_parse(inner) for inner in await self.unpack(parsed, tenant))
+                out.extend(_parse(inner) for inner in self.unpack(parsed, tenant))
             else:
                 out.append(parsed)
         return out
 
     # ------------------------------------------------------------ compaction
 
-    async def pack(self, items: list[JSON], tenant: str | None) -> JSON:
-        """A compaction item carrying `items`, sealed so only this server can open it."""
-        key = await self._cipher()
-        nonce = os.urandom(12)
-        plain = zlib.compress(json.dumps(items, separators=(",", ":")).encode())
-        sealed = key.encrypt(nonce, plain, (tenant or "").encode())
+    def pack(self, items: list[JSON], tenant: str | None) -> JSON:
+        """A compaction item carrying `items`, sealed so only this server (and tenant) can
+        open it."""
         return {
             "type": "compaction",
             "id": new_id("cmp"),
-            "encrypted_content": base64.urlsafe_b64encode(nonce + sealed).decode(),
+            "encrypted_content": self.sealer.seal_items(items, tenant),
         }
 
-    async def unpack(self, item: CompactionInput, tenant: str | None) -> list[JSON]:
-        key = await self._cipher()
+    def unpack(self, item: CompactionInput, tenant: str | None) -> list[JSON]:
         try:
-            raw = base64.urlsafe_b64decode(item.encrypted_content.encode())
-            plain = key.decrypt(raw[:12], raw[12:], (tenant or "").encode())
-            items: list[JSON] = json.loads(zlib.decompress(plain))
-        except (InvalidTag, ValueError, zlib.error) as exc:
+            return self.sealer.unseal_items(item.encrypted_content, tenant)
+        except ValueError as exc:
             raise APIError(
                 400,
                 "The compaction item's encrypted_content is invalid or was made by another "
@@ -182,27 +170,23 @@ class History:
                 param="input",
                 code="invalid_encrypted_content",
             ) from exc
-        return items
-
-    async def _cipher(self) -> AESGCM:
-        if self._key is None:
-            if self.store is None:
-                raise APIError(400, "Compaction needs a store.", code="store_disabled")
-            self._key = AESGCM(await self.store.secret(COMPACTION_KEY, AESGCM.generate_key(256)))
-        return self._key
 
     # ------------------------------------------------------------ recording
 
     async def record(
-        self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]
+        self,
+        tenant: str | None,
+        input_items: list[JSON],
+        response: ResponseResource,
+        events: list[ev.Event],
     ) -> None:
         """ResponseRecorder: keep a finished run (its conversation gains input and output)."""
         if self.store is None:
             return
         await self.store.save_response(
-            run.tenant,
+            tenant,
             response.model_dump(mode="json"),
-            run.input_items,
+            input_items,
             [event.model_dump(mode="json") for event in events],
             conversation_id=(response.conversation or {}).get("id"),
         )

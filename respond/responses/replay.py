@@ -12,11 +12,12 @@ from typing import Any, Protocol
 
 import anyio
 
+from respond.protocol import events as ev
+from respond.protocol.resource import TERMINAL_STATUSES
 from respond.store.base import Store
 
-__all__ = ["TERMINAL_EVENTS", "Signals", "follow"]
+__all__ = ["Signals", "follow"]
 
-TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 POLL_SECONDS = 0.5
 
 
@@ -45,7 +46,7 @@ async def follow(
         for event in pending:
             yield event
             last = event["sequence_number"]
-            if event["type"] in TERMINAL_EVENTS:
+            if event["type"] in ev.TERMINAL_TYPES:
                 return
         # Status first, events second: a run that ends in between still has its last
         # events (the terminal one included) read below.
@@ -59,4 +60,4 @@ async def follow(
 
 async def _running(store: Store, tenant: str | None, response_id: str) -> bool:
     stored = await store.get_response(tenant, response_id)
-    return stored is not None and stored.response["status"] in ("queued", "in_progress")
+    return stored is not None and stored.response["status"] not in TERMINAL_STATUSES

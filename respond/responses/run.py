@@ -27,6 +27,7 @@ from respond.engines._base import (
     Routing,
     Sampling,
     SchemaFormat,
+    model_loading,
 )
 from respond.engines._order import checked
 from respond.metrics import Metrics, RunClock
@@ -55,28 +56,30 @@ from respond.responses.tools import (
     text_constraint,
     tool_choice,
 )
+from respond.store.base import JSON
 
-__all__ = ["PreparedRun", "ResponseRecorder", "Responses"]
+__all__ = ["PreparedRun", "ResponseRecorder", "Responses", "api_error"]
 
 log = logging.getLogger("respond.run")
 
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
-
-# HTTP status for a failed run answered as JSON (nothing streamed yet).
-FAILURE_STATUS = {
-    "model_loading": 503,
-    "model_unavailable": 503,
-    "upstream_error": 502,
-    "upstream_timeout": 504,
-}
 
 
 class ResponseRecorder(Protocol):
     """Where finished runs are kept (the store). Called once per run, at its end."""
 
     async def record(
-        self, run: PreparedRun, response: ResponseResource, events: list[ev.Event]
+        self,
+        tenant: str | None,
+        input_items: list[JSON],
+        response: ResponseResource,
+        events: list[ev.Event],
     ) -> None: ...
+
+
+def api_error(exc: EngineError) -> APIError:
+    """An engine's failure as the client sees it when nothing has been streamed yet."""
+    return APIError(exc.status, exc.message, code=exc.code)
 
 
 @dataclass
@@ -85,8 +88,11 @@ class PreparedRun:
     engine: Engine
     turn: ChatTurn
     resource: ResponseResource
-    input_items: list[dict[str, Any]]
+    input_items: list[JSON]
+    # The run's stream state: its events so far, and the response they fold into.
+    builder: EventBuilder
     tenant: str | None = None
+    # The HTTP status of a failed run answered as JSON (nothing streamed yet).
     failure_status: int = field(default=500)
     # Every item the turn was built from (history, then this input), as the engine saw them.
     context: list[InputItem] = field(default_factory=list)
@@ -107,7 +113,6 @@ class Responses:
         *,
         recorder: ResponseRecorder | None = None,
         history: History | None = None,
-        sealer: Sealer | None = None,
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
@@ -119,7 +124,6 @@ class Responses:
         self.engines = dict(engines)
         self.recorder = recorder
         self.history = history or History(None)
-        self.sealer = sealer or Sealer.ephemeral()
         self._clock = clock
         # The server's default for max_output_tokens (`--n-predict`): clients such as Codex
         # never set one, and a small local model may otherwise ramble to the context's end.
@@ -127,6 +131,11 @@ class Responses:
         self.temperature = temperature  # `--temp`: for requests that set none
         self.metrics = metrics or Metrics()
         self.mcp = mcp or McpTools()
+
+    @property
+    def sealer(self) -> Sealer:
+        """The server's sealing key (kept by History, which also opens compaction items)."""
+        return self.history.sealer
 
     # ------------------------------------------------------------ preparing
 
@@ -164,12 +173,20 @@ class Responses:
         turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
+        seal = self.sealer.seal if ENCRYPTED_INCLUDE in body.include else None
+        builder = EventBuilder(
+            resource,
+            seal_reasoning=seal,
+            custom_tools=custom_tool_names(body),
+            hosted=hosted.tools,
+        )
         return PreparedRun(
             body=body,
             engine=engine,
             turn=turn,
             resource=resource,
             input_items=context.new_stored,
+            builder=builder,
             tenant=tenant,
             context=context.items,
             hosted=hosted,
@@ -185,7 +202,7 @@ class Responses:
         and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
         engine = self.engine_for(body.model)
         if not engine.ready:
-            raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+            raise api_error(model_loading())
         context = await self.history.context(body, tenant, remembered=remembered)
         context.new = open_reasoning(context.new, self.sealer)
         check_call_ids(context.items, new_from=len(context.history))
@@ -199,7 +216,14 @@ class Responses:
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
         engine, turn, _, _ = await self.assemble(body, tenant)
-        return await _count_tokens(engine, turn)
+        return await self.count_tokens(engine, turn)
+
+    async def count_tokens(self, engine: Engine, turn: ChatTurn) -> int:
+        """The prompt tokens `turn` costs; an engine's failure is raised as an APIError."""
+        try:
+            return await engine.count_tokens(turn)
+        except EngineError as exc:
+            raise api_error(exc) from exc
 
     def _turn(
         self,
@@ -244,7 +268,7 @@ class Responses:
         if window is None:
             return
         while True:
-            tokens = await _count_tokens(engine, turn)
+            tokens = await self.count_tokens(engine, turn)
             if tokens < window:
                 return
             droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
@@ -300,13 +324,7 @@ class Responses:
 
     async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
-        seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
-        builder = EventBuilder(
-            run.resource,
-            seal_reasoning=seal,
-            custom_tools=custom_tool_names(run.body),
-            hosted=run.hosted.tools,
-        )
+        builder = run.builder
         clock = self.metrics.run_clock(run.resource.model)
         try:
             for event in builder.start():
@@ -365,17 +383,11 @@ class Responses:
         if self.recorder is None or not run.resource.store:
             return
         try:
-            await self.recorder.record(run, builder.response, builder.events)
+            await self.recorder.record(
+                run.tenant, run.input_items, builder.response, builder.events
+            )
         except Exception:
             log.exception("could not store response %s", run.resource.id)
-
-
-async def _count_tokens(engine: Engine, turn: ChatTurn) -> int:
-    """The engine's count, its failure (unsupported, upstream down) as the API's error."""
-    try:
-        return await engine.count_tokens(turn)
-    except EngineError as exc:
-        raise APIError(exc.status, exc.message, code=exc.code) from exc
 
 
 def _routing(body: CreateResponseBody, response_id: str) -> Routing:

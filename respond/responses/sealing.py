@@ -1,8 +1,11 @@
-"""Reasoning sealed for the client to carry: `include: ["reasoning.encrypted_content"]`.
+"""What the server seals for clients to carry: reasoning and compaction items.
 
 Stateless clients (`store: false`, as Codex runs) cannot point at stored reasoning, so
-the reasoning travels with them as an opaque blob: AES-256-GCM (authenticated: a changed
-or foreign blob fails to open) under a server key. The key comes from `--secret-key` /
+the reasoning travels with them as an opaque blob (`include: ["reasoning.encrypted_content"]`);
+a `compaction` item carries a whole context the same way. Both are AES-256-GCM
+(authenticated: a changed or foreign blob fails to open) under one server key, each use
+with its own associated data, so a blob made for one use never opens as another (nor a
+compaction item as another tenant's). The key comes from `--secret-key` /
 RESPOND_SECRET_KEY, or is generated once and kept in the data directory, so blobs stay
 valid across restarts and across replicas that share the key.
 """
@@ -12,9 +15,12 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import os
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -25,7 +31,9 @@ from respond.protocol.requests import InputItem, ReasoningInput, ReasoningTextIn
 __all__ = ["ENCRYPTED_INCLUDE", "Sealer", "load_key", "open_reasoning"]
 
 ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
-_CONTEXT = b"respond reasoning v1"  # bound into every blob: not valid for anything else
+# Associated data bound into every blob: a blob opens only for the use it was sealed for.
+_REASONING = b"respond reasoning v1"
+_COMPACTION = b"respond compaction v1 tenant:"  # + the tenant's name
 _NONCE = 12
 
 
@@ -41,18 +49,43 @@ class Sealer:
         return cls(AESGCM.generate_key(bit_length=256))
 
     def seal(self, text: str) -> str:
-        nonce = os.urandom(_NONCE)
-        sealed = self._aead.encrypt(nonce, text.encode("utf-8"), _CONTEXT)
-        return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        """Reasoning text as an opaque blob."""
+        return self._seal(text.encode("utf-8"), _REASONING)
 
     def unseal(self, blob: str) -> str:
         """The sealed text; ValueError when the blob was changed or sealed by another key."""
+        return self._open(blob, _REASONING).decode("utf-8")
+
+    def seal_items(self, items: list[dict[str, Any]], tenant: str | None) -> str:
+        """A compaction item's context (wire items), for `tenant` only."""
+        plain = zlib.compress(json.dumps(items, separators=(",", ":")).encode("utf-8"))
+        return self._seal(plain, _compaction_context(tenant))
+
+    def unseal_items(self, blob: str, tenant: str | None) -> list[dict[str, Any]]:
+        """The items of a compaction blob; ValueError when it was changed, sealed by another
+        key or for another tenant."""
+        plain = self._open(blob, _compaction_context(tenant))
+        try:
+            items: list[dict[str, Any]] = json.loads(zlib.decompress(plain))
+        except (ValueError, zlib.error) as exc:
+            raise ValueError("the encrypted content cannot be read") from exc
+        return items
+
+    def _seal(self, plain: bytes, context: bytes) -> str:
+        nonce = os.urandom(_NONCE)
+        sealed = self._aead.encrypt(nonce, plain, context)
+        return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def _open(self, blob: str, context: bytes) -> bytes:
         try:
             raw = base64.urlsafe_b64decode(blob.encode("ascii"))
-            plain = self._aead.decrypt(raw[:_NONCE], raw[_NONCE:], _CONTEXT)
+            return self._aead.decrypt(raw[:_NONCE], raw[_NONCE:], context)
         except (InvalidTag, binascii.Error, UnicodeEncodeError, ValueError) as exc:
             raise ValueError("the encrypted content cannot be opened") from exc
-        return plain.decode("utf-8")
+
+
+def _compaction_context(tenant: str | None) -> bytes:
+    return _COMPACTION + (tenant or "").encode("utf-8")
 
 
 def load_key(secret: str | None, data_dir: Path) -> bytes:

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from respond.store.base import ListQuery, Page, Store, StoredResponse
 
-__all__ = ["DEFAULT_TTL_SECONDS", "ListQuery", "Page", "Store", "StoredResponse", "make_store"]
-
-DEFAULT_TTL_SECONDS = 30 * 24 * 3600
+__all__ = ["ListQuery", "Page", "Store", "StoredResponse", "make_store"]
 
 
-def make_store(url: str | None, data_dir: Path, *, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> Store:
-    """The store a `--store` value names: None means SQLite in `data_dir`."""
+def make_store(url: str | None, data_dir: Path, *, ttl_seconds: int) -> Store:
+    """The store a `--store` value names: None means SQLite in `data_dir`.
+
+    `ttl_seconds` has no default here: Settings.store_ttl_seconds is the one default.
+    """
     if url is None or url.startswith("sqlite:"):
         from respond.store.sqlite import SQLiteStore
 

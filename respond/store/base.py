@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 __all__ = [
     "ItemOwner",
+    "StoreError",
+    "UnknownCursorError",
     "ListQuery",
     "Page",
     "Store",
@@ -22,6 +24,20 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
+
+
+class StoreError(Exception):
+    """A request the store cannot serve as asked; the API layer says why to the client."""
+
+
+class UnknownCursorError(StoreError):
+    """A list's `after` / `before` names an item that is not in that list."""
+
+    def __init__(self, param: str, item_id: str) -> None:
+        super().__init__(f"No item with id '{item_id}' in this list.")
+        self.param = param
+        self.item_id = item_id
+
 
 # Whose items a list or lookup is about: a response's input or output, or a conversation.
 ItemOwner = Literal["input", "output", "conversation"]
@@ -124,7 +140,10 @@ class Store(ABC):
     async def list_items(
         self, tenant: str | None, owner: ItemOwner, owner_id: str, query: ListQuery
     ) -> Page | None:
-        """A page of a response's input items or a conversation's items (None: no owner)."""
+        """A page of a response's input items or a conversation's items (None: no owner).
+
+        Raises UnknownCursorError when `query.after` / `query.before` is not in the list.
+        """
 
     @abstractmethod
     async def find_item(self, tenant: str | None, item_id: str) -> JSON | None:
@@ -141,9 +160,10 @@ class Store(ABC):
 
     @abstractmethod
     async def end_unfinished(
-        self, tenant: str | None, response_id: str, response: JSON, event: JSON
+        self, tenant: str | None, response_id: str, response: JSON, events: list[JSON]
     ) -> bool:
-        """Atomically give a still unfinished response its terminal state and event."""
+        """Atomically give a still unfinished response its last events (the terminal one
+        last) and its final state. False when it has ended meanwhile: nothing is written."""
 
     # ------------------------------------------------------------ signals
 
@@ -199,7 +219,3 @@ class Store(ABC):
     @abstractmethod
     async def purge_expired(self) -> int:
         """Delete everything whose time to live has passed; returns how many objects."""
-
-    @abstractmethod
-    async def secret(self, name: str, make: bytes) -> bytes:
-        """A server-wide secret shared by all replicas: stored once, `make` if new."""

@@ -6,7 +6,6 @@ a backend supplies `_transaction()` (and PostgreSQL rewrites `?` as `$1, $2...`)
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from abc import abstractmethod
@@ -15,8 +14,15 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import resources
 from typing import Any, Protocol
 
-from respond.protocol.errors import APIError
-from respond.store.base import JSON, ItemOwner, ListQuery, Page, Store, StoredResponse
+from respond.store.base import (
+    JSON,
+    ItemOwner,
+    ListQuery,
+    Page,
+    Store,
+    StoredResponse,
+    UnknownCursorError,
+)
 
 __all__ = ["SQLStore", "Tx", "migrations"]
 
@@ -90,8 +96,8 @@ class SQLStore(Store):
             async with self._transaction() as tx:
                 yield tx
         except Exception as exc:
-            # An APIError is the client's (a bad cursor), not the store's.
-            self._observe(operation, started, failed=not isinstance(exc, APIError))
+            # A bad cursor is the client's mistake, not the store's.
+            self._observe(operation, started, failed=not isinstance(exc, UnknownCursorError))
             raise
         self._observe(operation, started, failed=False)
 
@@ -308,12 +314,7 @@ class SQLStore(Store):
                 item_id,
             )
             if not rows:
-                raise APIError(
-                    400,
-                    f"No item with id '{item_id}' in this list.",
-                    param=name,
-                    code="invalid_value",
-                )
+                raise UnknownCursorError(name, item_id)
             later = (name == "after") == (query.order == "asc")
             where += f" AND position {'>' if later else '<'} ?"
             args.append(rows[0][0])
@@ -358,7 +359,7 @@ class SQLStore(Store):
         return [(row[0] or None, json.loads(row[1])) for row in rows]
 
     async def end_unfinished(
-        self, tenant: str | None, response_id: str, response: JSON, event: JSON
+        self, tenant: str | None, response_id: str, response: JSON, events: list[JSON]
     ) -> bool:
         async with self.transaction("end_unfinished") as tx:
             rows = await tx.fetch(
@@ -368,7 +369,7 @@ class SQLStore(Store):
             )
             if not rows or rows[0][0] not in UNFINISHED:
                 return False
-            await self._insert_events(tx, response_id, [event])
+            await self._insert_events(tx, response_id, events)
             await tx.execute(
                 "UPDATE responses SET status = ?, body = ? WHERE id = ?",
                 response["status"],
@@ -524,13 +525,3 @@ class SQLStore(Store):
             # Processes long gone (each start is a new runner).
             await tx.execute("DELETE FROM runners WHERE seen_at <= ?", now - self.ttl_seconds)
         return count
-
-    async def secret(self, name: str, make: bytes) -> bytes:
-        async with self.transaction("secret") as tx:
-            await tx.execute(
-                "INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                name,
-                base64.b64encode(make).decode(),
-            )
-            rows = await tx.fetch("SELECT value FROM secrets WHERE name = ?", name)
-        return base64.b64decode(rows[0][0])

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.support.clients import openai_client
-from tests.support.polling import has_text, stored_events, wait_for
+from tests.support.polling import folded, has_text, stored_events, wait_for
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server
 
@@ -94,6 +94,7 @@ def test_cancel_stops_generation(client: openai.OpenAI, server: Server) -> None:
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["status"] == "cancelled"
     assert events[-1]["response"]["output"][0]["status"] == "incomplete"
+    assert folded(events) == httpx.get(f"{server.base_url}/responses/{made.id}").json()
     time.sleep(1)
     assert stored_events(server.base_url, made.id) == events  # nothing more was generated
     # Cancelling again changes nothing.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.polling import has_text, stored_events, wait_for
+from tests.support.polling import folded, has_text, stored_events, wait_for
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import start_server
 
@@ -51,6 +51,13 @@ def test_sigkill_mid_run_then_restart(tmp_path: Path) -> None:
         assert [e["sequence_number"] for e in events] == list(range(len(events)))
         assert events[-1]["type"] == "response.failed"
         assert events[-1]["response"] == failed
+        assert folded(events) == failed  # ended through the same fail() as a live run
+        assert [e["type"] for e in events[-4:]] == [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.failed",
+        ]
     finally:
         second.stop()
 

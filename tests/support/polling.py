@@ -47,3 +47,20 @@ def has_text(body: dict[str, Any]) -> bool:
         and bool(body["output"][0].get("content"))
         and bool(body["output"][0]["content"][0].get("text"))
     )
+
+
+def folded(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stored events (checked against the spec, in sequence) folded into the response they
+    describe, as respond's own fold does: what GET /v1/responses/{id} must answer."""
+    from pydantic import TypeAdapter
+
+    from respond.protocol.events import Event
+    from respond.responses.fold import fold_events
+    from tests.support.schema import validate_event
+
+    for event in events:
+        validate_event(event)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    parsed = TypeAdapter(list[Event]).validate_python(events)
+    response: dict[str, Any] = fold_events(parsed).model_dump(mode="json")
+    return response

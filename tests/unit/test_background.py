@@ -6,16 +6,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from respond.engines import _base as d
+from respond.protocol import events as ev
 from respond.protocol.requests import CreateResponseBody
+from respond.protocol.resource import ResponseResource
+from respond.responses import background
 from respond.responses.background import Runs
+from respond.responses.fold import fold_events
 from respond.responses.history import History
 from respond.responses.run import Responses
+from respond.store.base import JSON
 from respond.store.sqlite import SQLiteStore
 from respond.testing import ScriptedEngine
+from tests.support.schema import validate_event, validate_response
+
+EVENTS: TypeAdapter[list[ev.Event]] = TypeAdapter(list[ev.Event])
 
 
 @pytest.fixture
@@ -82,3 +92,124 @@ async def test_a_cancel_request_of_another_tenant_is_ignored(store: SQLiteStore)
             break
         await asyncio.sleep(0.02)
     assert stored.response["status"] == "completed"
+
+
+# ---------------------------------------------------------------- one ending for every run
+
+
+def stream_of(events: list[dict[str, Any]]) -> ResponseResource:
+    """The stored events folded, after checking them against the spec and the stream grammar."""
+    for event in events:
+        validate_event(event)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [e["type"] in ev.TERMINAL_TYPES for e in events].count(True) == 1
+    assert events[-1]["type"] in ev.TERMINAL_TYPES
+    return fold_events(EVENTS.validate_python(events))
+
+
+async def assert_stored_stream_is_the_response(store: SQLiteStore, response_id: str) -> JSON:
+    stored = await store.get_response(None, response_id)
+    assert stored is not None
+    validate_response(stored.response)
+    events = await store.events_after(None, response_id, -1) or []
+    assert stream_of(events).model_dump(mode="json") == stored.response
+    assert events[-1]["response"] == stored.response
+    return stored.response
+
+
+async def test_an_orphaned_run_ends_through_fail_with_its_open_item_done(
+    store: SQLiteStore,
+) -> None:
+    # What a process that died mid-run leaves: a stream cut after some text, its runner gone.
+    resource = await Responses({"m": ScriptedEngine(name="m")}).prepare(
+        CreateResponseBody(input="go", background=True)
+    )
+    builder = resource.builder
+    cut = [*builder.start(), *builder.begin(), *builder.push(d.TextDelta("half a sen"))]
+    dumped = [event.model_dump(mode="json") for event in cut]
+    await store.save_response(
+        None, builder.response.model_dump(mode="json"), [], dumped, runner="runner_dead"
+    )
+    runs = runs_over(store, ScriptedEngine())
+    assert await runs.recover() == 1
+    failed = await assert_stored_stream_is_the_response(store, builder.response.id)
+    assert failed["status"] == "failed" and failed["error"]["code"] == "run_interrupted"
+    message = failed["output"][0]
+    assert message["status"] == "incomplete"
+    assert message["content"][0]["text"] == "half a sen"
+    types = [e["type"] for e in await store.events_after(None, builder.response.id, len(cut) - 1)]
+    assert types == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.failed",
+    ]
+    assert await runs.recover() == 0  # ended once
+
+
+async def test_cancelled_and_failed_runs_store_the_stream_they_sent(store: SQLiteStore) -> None:
+    engine = ScriptedEngine(delay=0.01)
+    engine.enqueue(*(d.TextDelta("word ") for _ in range(500)), d.Finish("stop"))
+    engine.enqueue(d.ReasoningDelta("hmm"), d.TextDelta("so"), d.EngineError("crashed"))
+    runs = runs_over(store, engine)
+    cancelled = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    for _ in range(200):  # generating
+        stored = await store.get_response(None, cancelled.id)
+        if stored is not None and stored.response["output"]:
+            break
+        await asyncio.sleep(0.02)
+    await runs.cancel(None, cancelled.id)
+    response = await assert_stored_stream_is_the_response(store, cancelled.id)
+    assert response["status"] == "cancelled"
+    failed = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    assert await final_status(store, failed.id) == "failed"
+    response = await assert_stored_stream_is_the_response(store, failed.id)
+    assert [item["status"] for item in response["output"]] == ["completed", "incomplete"]
+    assert response["error"] == {"code": "server_error", "message": "crashed"}
+
+
+class CheckedStore(SQLiteStore):
+    """The real SQLite store, checking that each response stored with events is exactly
+    what all of its events so far describe (what a poller and a stream resume both see)."""
+
+    appended = 0
+
+    async def append_events(
+        self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
+    ) -> bool:
+        cancelled = await super().append_events(tenant, response_id, events, response)
+        stored = await self.events_after(tenant, response_id, -1) or []
+        assert fold_events(EVENTS.validate_python(stored)).model_dump(mode="json") == response
+        self.appended += 1
+        return cancelled
+
+
+async def test_what_a_background_run_stores_agrees_with_its_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "FLUSH_SECONDS", 0.0)  # store after every event
+    db = CheckedStore(tmp_path / "s.sqlite3", ttl_seconds=60)
+    await db.open()
+    engine = ScriptedEngine()
+    # Each change of item makes several events from one delta (done, added, part added...).
+    engine.enqueue(
+        d.ReasoningDelta("think"),
+        d.TextDelta("say"),
+        d.ToolCallStart(call_id="call_1", name="f"),
+        d.ToolCallArgumentsDelta("{}"),
+        d.ToolCallEnd(),
+        d.TextDelta("done"),
+        d.Finish("stop"),
+    )
+    runs = runs_over(db, engine)
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    assert await final_status(db, queued.id) == "completed"
+    assert db.appended > 5
+    await assert_stored_stream_is_the_response(db, queued.id)
+    await db.close()

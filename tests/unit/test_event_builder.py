@@ -94,3 +94,31 @@ def test_added_item_snapshot_is_not_mutated_by_later_deltas() -> None:
     b.push(d.TextDelta("y"))
     assert added.type == "response.output_item.added"
     assert added.item.content == []  # type: ignore[union-attr]
+
+
+def test_resume_continues_the_stream_and_ends_it_through_fail() -> None:
+    live = builder()
+    sent = live.start() + live.push(d.TextDelta("Hel"))
+    resumed = EventBuilder.resume(live.response, sent[:-2])  # cut after the message was added
+    assert not resumed.ended
+    ending = resumed.fail("run_interrupted", "gone")
+    assert [e.sequence_number for e in ending] == list(range(len(sent) - 2, len(sent)))
+    assert [e.type for e in ending] == ["response.output_item.done", "response.failed"]
+    assert resumed.response.output[0].status == "incomplete"
+    assert fold_events(resumed.events) == resumed.response
+    again = EventBuilder.resume(resumed.response, resumed.events)
+    assert again.ended  # an ended stream has nothing left to end
+
+
+def test_resume_closes_open_reasoning_with_its_done_events() -> None:
+    live = builder()
+    sent = live.start() + live.push(d.ReasoningDelta("hmm"))
+    resumed = EventBuilder.resume(live.response, sent)
+    types = [e.type for e in resumed.fail("run_interrupted", "gone")]
+    assert types == [
+        "response.reasoning.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.failed",
+    ]
+    assert fold_events(resumed.events) == resumed.response

@@ -57,3 +57,21 @@ def test_open_reasoning_restores_content_or_names_the_item() -> None:
     with pytest.raises(APIError) as caught:
         open_reasoning(items, Sealer.ephemeral())
     assert caught.value.status == 400 and caught.value.param == "input[1].encrypted_content"
+
+
+def test_compaction_blobs_open_only_for_their_tenant_and_use() -> None:
+    sealer = Sealer.ephemeral()
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "é"}]}]
+    blob = sealer.seal_items(items, "acme")
+    assert sealer.unseal_items(blob, "acme") == items
+    assert (
+        Sealer(load_key("same secret", Path("."))).unseal_items(
+            Sealer(load_key("same secret", Path("."))).seal_items(items, None), None
+        )
+        == items
+    )  # replicas sharing --secret-key open each other's items
+    for wrong in (lambda: sealer.unseal_items(blob, "other"), lambda: sealer.unseal(blob)):
+        with pytest.raises(ValueError):
+            wrong()
+    with pytest.raises(ValueError):  # a reasoning blob is not a compaction item
+        sealer.unseal_items(sealer.seal("thought"), None)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from respond.protocol.errors import APIError
 from respond.store import ListQuery, Store
+from respond.store.base import UnknownCursorError
 from respond.store.postgres import PostgresStore, split_schema
 from respond.store.sqlite import SQLiteStore
 from tests.support.stores import drop_schema, new_schema_url
@@ -138,9 +138,9 @@ async def test_input_items_pagination(store: Store) -> None:
     page = await store.list_items(None, "input", "resp_1", ListQuery(limit=2))
     assert page is not None
     assert page.wire()["first_id"] == "msg_6" and page.wire()["last_id"] == "msg_5"
-    with pytest.raises(APIError) as bad:
+    with pytest.raises(UnknownCursorError) as bad:
         await store.list_items(None, "input", "resp_1", ListQuery(after="msg_nope"))
-    assert bad.value.status == 400 and bad.value.param == "after"
+    assert bad.value.param == "after" and bad.value.item_id == "msg_nope"
 
 
 async def test_ttl_hides_then_purges(store: Store, clock: Clock) -> None:
@@ -231,11 +231,12 @@ async def test_running_response_events_and_orphans(store: Store, clock: Clock) -
         ]
     failed = {**response("resp_bg", "failed", []), "error": {"code": "x", "message": "y"}}
     terminal = {"type": "response.failed", "sequence_number": 5, "response": failed}
-    assert await store.end_unfinished("t", "resp_bg", failed, terminal)
-    assert not await store.end_unfinished("t", "resp_bg", failed, terminal)
+    assert await store.end_unfinished("t", "resp_bg", failed, [terminal])
+    assert not await store.end_unfinished("t", "resp_bg", failed, [terminal])
     assert await store.orphans("b", stale_after=10) == []
     stored = await store.get_response("t", "resp_bg")
     assert stored is not None and stored.response["status"] == "failed"
+    assert await store.events_after("t", "resp_bg", 4) == [terminal]  # written once
 
 
 async def test_cancel_requests_are_kept_for_the_runner(store: Store) -> None:
@@ -260,12 +261,6 @@ async def test_signals_reach_subscribers(store: Store) -> None:
     await store.publish("cancel", "resp_1")
     await asyncio.wait_for(arrived.wait(), 5)
     assert got == [("cancel", "resp_1")]
-
-
-async def test_secret_is_made_once(store: Store) -> None:
-    first = await store.secret("k", b"one")
-    assert first == b"one"
-    assert await store.secret("k", b"two") == b"one"
 
 
 async def test_migrations_are_recorded_and_not_rerun(store: Store) -> None:

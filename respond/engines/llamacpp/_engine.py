@@ -34,6 +34,7 @@ from respond.engines._base import (
     TokenLogprob,
     UnsupportedSchemaError,
     Usage,
+    model_loading,
 )
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
 from respond.engines._tools import visible_tools
@@ -189,9 +190,7 @@ class LlamaCppEngine(Engine):
 
     def _require_ready(self) -> None:
         if not self._loaded.is_set():
-            raise EngineError(
-                "The model is still loading; retry shortly.", code="model_loading", status=503
-            )
+            raise model_loading()
         if self._load_error is not None:
             raise EngineError(self._load_error, code="model_unavailable", status=503)
 
