@@ -167,12 +167,23 @@ class OutputParser:
             out += self._step(final=True)
             if (self._state, len(self._buffer), self._call is None) == before:
                 break
-        if self._call is not None:
+        if self._call is not None and self.unnamed_call and self.dialect != "llama3":
+            # Call markup cut short before its name: neither a call nor the model's words.
+            # (Llama 3's bare JSON may be a plain answer, so it stays text.)
+            self._call = None
+        elif self._call is not None:
             out += self._finish_call()
         if self._buffer:
             out += self._text(self._buffer)
             self._buffer = ""
         return out
+
+    @property
+    def unnamed_call(self) -> bool:
+        """A call's markup has begun, but not even its name is known yet."""
+        if self._call is not None:
+            return not self._call.name_seen
+        return self._state in ("call_open", "call") and self.halted_at is None
 
     # ------------------------------------------------------------ states
 

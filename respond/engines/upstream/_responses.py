@@ -26,6 +26,7 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
+from respond.engines._calls import RepeatGuard
 from respond.engines.upstream._chat import _logprobs, affinity_keys, offered_tools
 from respond.engines.upstream._pool import UpstreamPool, upstream_error
 
@@ -293,11 +294,12 @@ class ResponsesEngine(Engine):
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         translator = ResponsesTranslator(turn)
         body = responses_request(turn, model=self.upstream_model)
+        guard = RepeatGuard()  # an exact repeat of a call in this turn is dropped
         async with self.pool.stream(
             "/responses", body, affinity=affinity_keys(turn), cancel=turn.cancel
         ) as upstream:
             async for event in upstream.json():
-                for delta in translator.feed(event):
+                for delta in guard.feed(translator.feed(event)):
                     yield delta
                 if translator.finish is not None:
                     return
