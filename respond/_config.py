@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 __all__ = ["Settings", "Timeouts", "default_data_dir"]
 
@@ -35,6 +36,7 @@ class Settings:
     max_body_mb: int = 32
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none
+    reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning
     log_level: str = "info"
     # Upstream servers instead of (or, with a config file, beside) the embedded model.
     config_path: Path | None = None  # respond.toml: a table of models

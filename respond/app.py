@@ -18,6 +18,7 @@ from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
+from respond.protocol.events import ReasoningEvents
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
@@ -40,6 +41,7 @@ def create_app(
     sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
+    reasoning_events: ReasoningEvents = "openai",
 ) -> FastAPI:
     history = History(store)
     service = Responses(
@@ -49,6 +51,7 @@ def create_app(
         sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
+        reasoning_events=reasoning_events,
     )
     runs = Runs(service, store) if store is not None else None
 

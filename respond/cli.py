@@ -114,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
         help="sampling temperature for requests that set none (default: %(default)s)",
     )
     serve.add_argument(
+        "--reasoning-events",
+        default=env("RESPOND_REASONING_EVENTS", "openai"),
+        choices=["openai", "openresponses"],
+        help="names of the reasoning text stream events: OpenAI's response.reasoning_text.* "
+        "(what OpenAI clients know) or the Open Responses spec's response.reasoning.* "
+        "(default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-level",
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -156,6 +164,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_body_mb=args.max_body_mb,
         n_predict=args.n_predict,
         temperature=args.temp,
+        reasoning_events=args.reasoning_events,
         log_level=args.log_level,
         config_path=args.config,
         upstreams=list(args.upstream),
@@ -189,6 +198,7 @@ def serve(settings: Settings) -> None:
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
         temperature=settings.temperature,
+        reasoning_events=settings.reasoning_events,
     )
     logging.getLogger("respond").info(
         "serving %s on http://%s:%d/v1",

@@ -29,6 +29,9 @@ __all__ = [
     "OutputTextDone",
     "ReasoningDelta",
     "ReasoningDone",
+    "ReasoningEvents",
+    "ReasoningTextDelta",
+    "ReasoningTextDone",
     "ResponseCompleted",
     "ResponseCreated",
     "ResponseFailed",
@@ -38,6 +41,11 @@ __all__ = [
 ]
 
 Part = Annotated[OutputText | Refusal | ReasoningText, Field(discriminator="type")]
+
+# Which names reasoning text streams under: OpenAI's (response.reasoning_text.*, what the
+# openai SDK, Codex, the Agents SDK and the AI SDK know) or the Open Responses spec's
+# (response.reasoning.*). The payloads are the same.
+ReasoningEvents = Literal["openai", "openresponses"]
 
 
 class _Event(Wire):
@@ -120,7 +128,27 @@ class OutputTextDone(_Event):
     logprobs: list[LogProb] = Field(default_factory=list)
 
 
+class ReasoningTextDelta(_Event):
+    """OpenAI's name for a reasoning text delta (the default)."""
+
+    type: Literal["response.reasoning_text.delta"] = "response.reasoning_text.delta"
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+
+
+class ReasoningTextDone(_Event):
+    type: Literal["response.reasoning_text.done"] = "response.reasoning_text.done"
+    item_id: str
+    output_index: int
+    content_index: int
+    text: str
+
+
 class ReasoningDelta(_Event):
+    """The Open Responses name for a reasoning text delta (`--reasoning-events openresponses`)."""
+
     type: Literal["response.reasoning.delta"] = "response.reasoning.delta"
     item_id: str
     output_index: int
@@ -188,6 +216,8 @@ Event = Annotated[
     | ContentPartDone
     | OutputTextDelta
     | OutputTextDone
+    | ReasoningTextDelta
+    | ReasoningTextDone
     | ReasoningDelta
     | ReasoningDone
     | FunctionCallArgumentsDelta

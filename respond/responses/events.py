@@ -55,7 +55,10 @@ class EventBuilder:
         *,
         seal_reasoning: Callable[[str], str] | None = None,
         custom_tools: frozenset[str] = frozenset(),
+        reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
+        # OpenAI's reasoning_text.* event names, or the Open Responses reasoning.* ones.
+        self._openai_reasoning = reasoning_events == "openai"
         # Calls to these names are custom tool calls (free-form input), not function calls.
         self._custom_tools = custom_tools
         self._custom_arguments = ""
@@ -198,7 +201,7 @@ class EventBuilder:
         assert open_ is not None
         out.append(
             self._emit(
-                ev.ReasoningDelta(
+                (ev.ReasoningTextDelta if self._openai_reasoning else ev.ReasoningDelta)(
                     item_id=open_.item_id, output_index=open_.index, content_index=0, delta=text
                 )
             )
@@ -278,7 +281,7 @@ class EventBuilder:
                 item.encrypted_content = self._seal_reasoning(reasoning.text)
             out.append(
                 self._emit(
-                    ev.ReasoningDone(
+                    (ev.ReasoningTextDone if self._openai_reasoning else ev.ReasoningDone)(
                         item_id=item_id, output_index=index, content_index=0, text=reasoning.text
                     )
                 )

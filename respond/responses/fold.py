@@ -65,12 +65,15 @@ class ResponseFold:
             part = self._text_part(event.output_index, event.content_index)
             part.text = event.text
             part.logprobs = [LogProb.model_validate(lp.model_dump()) for lp in event.logprobs]
-        elif isinstance(event, ev.ReasoningDelta | ev.ReasoningDone):
+        elif isinstance(
+            event,
+            ev.ReasoningDelta | ev.ReasoningDone | ev.ReasoningTextDelta | ev.ReasoningTextDone,
+        ):
             item = response.output[event.output_index]
             assert isinstance(item, ReasoningItem)
             reasoning = item.content[event.content_index]
             assert isinstance(reasoning, ReasoningText)
-            if isinstance(event, ev.ReasoningDelta):
+            if isinstance(event, ev.ReasoningDelta | ev.ReasoningTextDelta):
                 reasoning.text += event.delta
             else:
                 reasoning.text = event.text

@@ -97,6 +97,7 @@ class Responses:
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
+        reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -109,6 +110,7 @@ class Responses:
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+        self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     # ------------------------------------------------------------ preparing
 
@@ -276,7 +278,10 @@ class Responses:
         """The run's events, from response.created to exactly one terminal event."""
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in run.body.include else None
         builder = EventBuilder(
-            run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
+            run.resource,
+            seal_reasoning=seal,
+            custom_tools=custom_tool_names(run.body),
+            reasoning_events=self.reasoning_events,
         )
         try:
             for event in builder.start():

@@ -1,4 +1,9 @@
-"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec."""
+"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec.
+
+The reasoning text events respond streams by default carry OpenAI's names
+(response.reasoning_text.*), which that document lacks: those are validated against the
+openai SDK's own event types instead (strictly: no field may be missing or mistyped).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from openai.types.responses import ResponseReasoningTextDeltaEvent, ResponseReasoningTextDoneEvent
+from pydantic import BaseModel
 from referencing import Registry, Resource
 
 SPEC_PATH = (
@@ -67,8 +74,24 @@ def validate_response(body: dict[str, Any]) -> None:
     validate(body, "ResponseResource")
 
 
+_OPENAI_EVENTS: dict[str, type[BaseModel]] = {
+    "response.reasoning_text.delta": ResponseReasoningTextDeltaEvent,
+    "response.reasoning_text.done": ResponseReasoningTextDoneEvent,
+}
+
+
+def validate_openai_event(event: dict[str, Any]) -> None:
+    """An event in OpenAI's naming, checked against the openai SDK's type for it."""
+    model = _OPENAI_EVENTS[str(event.get("type"))]
+    parsed = model.model_validate(event, strict=True)
+    assert parsed.model_dump(exclude_unset=True) == event, (event, parsed)
+
+
 def validate_event(event: dict[str, Any]) -> None:
     kind = event.get("type")
+    if kind in _OPENAI_EVENTS:
+        validate_openai_event(event)
+        return
     name = _event_schemas().get(str(kind))
     assert name is not None, f"event type {kind!r} is not an Open Responses streaming event"
     validate(event, name)
