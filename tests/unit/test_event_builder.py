@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from respond.engines import _base as d
 from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
+from tests.support.schema import validate_event
 
 
 def builder() -> EventBuilder:
@@ -78,7 +83,7 @@ def test_failure_closes_open_item_then_one_failed_event() -> None:
     events = b.start() + b.push(d.ReasoningDelta("thinking")) + b.fail("server_error", "boom")
     types = [e.type for e in events]
     assert types[-4:] == [
-        "response.reasoning.done",
+        "response.reasoning_text.done",
         "response.content_part.done",
         "response.output_item.done",
         "response.failed",
@@ -94,3 +99,21 @@ def test_added_item_snapshot_is_not_mutated_by_later_deltas() -> None:
     b.push(d.TextDelta("y"))
     assert added.type == "response.output_item.added"
     assert added.item.content == []  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("naming", "prefix"),
+    [("openai", "response.reasoning_text"), ("openresponses", "response.reasoning")],
+)
+def test_reasoning_event_names_follow_the_switch_and_fold_the_same(
+    naming: str, prefix: str
+) -> None:
+    response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    events = b.start() + b.push(d.ReasoningDelta("a")) + b.push(d.ReasoningDelta("b"))
+    events += b.push(d.TextDelta("x")) + b.finish()
+    types = [e.type for e in events]
+    assert types.count(f"{prefix}.delta") == 2 and f"{prefix}.done" in types
+    assert fold_events(events).output[0].content[0].text == "ab"  # type: ignore[union-attr]
+    for event in events:
+        validate_event(json.loads(event.model_dump_json()))
