@@ -11,7 +11,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from respond.protocol._base import Wire
-from respond.protocol.items import LogProb, OutputItem, OutputText, ReasoningText, Refusal
+from respond.protocol.items import (
+    LogProb,
+    OutputItem,
+    OutputText,
+    ReasoningText,
+    Refusal,
+    SummaryText,
+)
 from respond.protocol.resource import ResponseResource
 
 __all__ = [
@@ -30,6 +37,10 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningDone",
     "ReasoningEvents",
+    "ReasoningSummaryPartAdded",
+    "ReasoningSummaryPartDone",
+    "ReasoningSummaryTextDelta",
+    "ReasoningSummaryTextDone",
     "ReasoningTextDelta",
     "ReasoningTextDone",
     "ResponseCompleted",
@@ -164,6 +175,40 @@ class ReasoningDone(_Event):
     text: str
 
 
+class ReasoningSummaryPartAdded(_Event):
+    """A summary of the reasoning begins (same names for OpenAI and Open Responses)."""
+
+    type: Literal["response.reasoning_summary_part.added"] = "response.reasoning_summary_part.added"
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryPartDone(_Event):
+    type: Literal["response.reasoning_summary_part.done"] = "response.reasoning_summary_part.done"
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryTextDelta(_Event):
+    type: Literal["response.reasoning_summary_text.delta"] = "response.reasoning_summary_text.delta"
+    item_id: str
+    output_index: int
+    summary_index: int
+    delta: str
+
+
+class ReasoningSummaryTextDone(_Event):
+    type: Literal["response.reasoning_summary_text.done"] = "response.reasoning_summary_text.done"
+    item_id: str
+    output_index: int
+    summary_index: int
+    text: str
+
+
 class FunctionCallArgumentsDelta(_Event):
     type: Literal["response.function_call_arguments.delta"] = (
         "response.function_call_arguments.delta"
@@ -220,6 +265,10 @@ Event = Annotated[
     | ReasoningTextDone
     | ReasoningDelta
     | ReasoningDone
+    | ReasoningSummaryPartAdded
+    | ReasoningSummaryPartDone
+    | ReasoningSummaryTextDelta
+    | ReasoningSummaryTextDone
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
     | CustomToolCallInputDelta

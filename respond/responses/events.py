@@ -24,6 +24,7 @@ from respond.protocol.items import (
     OutputText,
     ReasoningItem,
     ReasoningText,
+    SummaryText,
     TopLogProb,
 )
 from respond.protocol.resource import (
@@ -102,7 +103,7 @@ class EventBuilder:
         if isinstance(delta, d.TextDelta):
             return self._text(delta)
         if isinstance(delta, d.ReasoningDelta):
-            return self._reasoning(delta.text)
+            return self._summary(delta.text) if delta.summary else self._reasoning(delta.text)
         if isinstance(delta, d.ToolCallStart) and delta.name in self._custom_tools:
             self._custom_arguments = ""
             out = self._close_open()
@@ -191,11 +192,20 @@ class EventBuilder:
         )
         return out
 
-    def _reasoning(self, text: str) -> list[ev.Event]:
+    def _open_reasoning(self) -> tuple[list[ev.Event], ReasoningItem]:
+        """The open reasoning item (opened now if another item, or none, is open)."""
         out: list[ev.Event] = []
         if self._open is None or self._open.kind != "reasoning":
             out += self._close_open()
             out += self._open_item("reasoning", lambda item_id: ReasoningItem(id=item_id))
+        assert self._open is not None
+        item = self.response.output[self._open.index]
+        assert isinstance(item, ReasoningItem)
+        return out, item
+
+    def _reasoning(self, text: str) -> list[ev.Event]:
+        out, item = self._open_reasoning()
+        if not item.content:
             out.append(self._part_added(ReasoningText()))
         open_ = self._open
         assert open_ is not None
@@ -206,6 +216,23 @@ class EventBuilder:
                 )
             )
         )
+        return out
+
+    def _summary(self, text: str) -> list[ev.Event]:
+        """A summary of the reasoning (one summary part per item)."""
+        out, item = self._open_reasoning()
+        open_ = self._open
+        assert open_ is not None
+        item_id, index = open_.item_id, open_.index
+        if not item.summary:
+            added = ev.ReasoningSummaryPartAdded(
+                item_id=item_id, output_index=index, summary_index=0, part=SummaryText()
+            )
+            out.append(self._emit(added))
+        delta = ev.ReasoningSummaryTextDelta(
+            item_id=item_id, output_index=index, summary_index=0, delta=text
+        )
+        out.append(self._emit(delta))
         return out
 
     def _custom_input(self) -> list[ev.Event]:
@@ -276,23 +303,7 @@ class EventBuilder:
                 )
             )
         elif isinstance(item, ReasoningItem):
-            reasoning = item.content[0]
-            if self._seal_reasoning is not None:
-                item.encrypted_content = self._seal_reasoning(reasoning.text)
-            out.append(
-                self._emit(
-                    (ev.ReasoningTextDone if self._openai_reasoning else ev.ReasoningDone)(
-                        item_id=item_id, output_index=index, content_index=0, text=reasoning.text
-                    )
-                )
-            )
-            out.append(
-                self._emit(
-                    ev.ContentPartDone(
-                        item_id=item_id, output_index=index, content_index=0, part=reasoning
-                    )
-                )
-            )
+            out += self._reasoning_done(item, index)
         elif isinstance(item, CustomToolCallItem):
             out.append(
                 self._emit(
@@ -311,6 +322,42 @@ class EventBuilder:
             )
         item.status = status  # type: ignore[assignment]
         out.append(self._emit(ev.OutputItemDone(output_index=open_.index, item=item)))
+        return out
+
+    def _reasoning_done(self, item: ReasoningItem, index: int) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        text = item.content[0].text if item.content else ""
+        if self._seal_reasoning is not None:
+            item.encrypted_content = self._seal_reasoning(text)
+        done = ev.ReasoningTextDone if self._openai_reasoning else ev.ReasoningDone
+        for reasoning in item.content:
+            out.append(
+                self._emit(
+                    done(item_id=item.id, output_index=index, content_index=0, text=reasoning.text)
+                )
+            )
+            out.append(
+                self._emit(
+                    ev.ContentPartDone(
+                        item_id=item.id, output_index=index, content_index=0, part=reasoning
+                    )
+                )
+            )
+        for summary in item.summary:
+            out.append(
+                self._emit(
+                    ev.ReasoningSummaryTextDone(
+                        item_id=item.id, output_index=index, summary_index=0, text=summary.text
+                    )
+                )
+            )
+            out.append(
+                self._emit(
+                    ev.ReasoningSummaryPartDone(
+                        item_id=item.id, output_index=index, summary_index=0, part=summary
+                    )
+                )
+            )
         return out
 
     # ------------------------------------------------------------ response-level

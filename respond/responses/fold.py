@@ -77,6 +77,23 @@ class ResponseFold:
                 reasoning.text += event.delta
             else:
                 reasoning.text = event.text
+        elif isinstance(event, ev.ReasoningSummaryPartAdded | ev.ReasoningSummaryPartDone):
+            item = response.output[event.output_index]
+            assert isinstance(item, ReasoningItem)
+            summary_part = event.part.model_copy(deep=True)
+            if isinstance(event, ev.ReasoningSummaryPartAdded):
+                assert event.summary_index == len(item.summary), "summary_index out of order"
+                item.summary.append(summary_part)
+            else:
+                item.summary[event.summary_index] = summary_part
+        elif isinstance(event, ev.ReasoningSummaryTextDelta | ev.ReasoningSummaryTextDone):
+            item = response.output[event.output_index]
+            assert isinstance(item, ReasoningItem)
+            summary = item.summary[event.summary_index]
+            if isinstance(event, ev.ReasoningSummaryTextDelta):
+                summary.text += event.delta
+            else:
+                summary.text = event.text
         elif isinstance(event, ev.CustomToolCallInputDelta | ev.CustomToolCallInputDone):
             custom = response.output[event.output_index]
             assert isinstance(custom, CustomToolCallItem)

@@ -117,3 +117,43 @@ def test_reasoning_event_names_follow_the_switch_and_fold_the_same(
     assert fold_events(events).output[0].content[0].text == "ab"  # type: ignore[union-attr]
     for event in events:
         validate_event(json.loads(event.model_dump_json()))
+
+
+@pytest.mark.parametrize("naming", ["openai", "openresponses"])
+def test_a_reasoning_summary_streams_as_summary_events(naming: str) -> None:
+    response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    events = (
+        b.start()
+        + b.push(d.ReasoningDelta("thought"))
+        + b.push(d.ReasoningDelta("Sh", summary=True))
+    )
+    events += b.push(d.ReasoningDelta("ort.", summary=True)) + b.push(d.TextDelta("x")) + b.finish()
+    types = [e.type for e in events]
+    summary = [t for t in types if "summary" in t]
+    assert summary == [
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    ]
+    assert types.index("response.reasoning_summary_part.done") < types.index(
+        "response.output_item.done"
+    )
+    item = fold_events(events).output[0]
+    assert item.model_dump(include={"summary", "content"}) == {  # type: ignore[union-attr]
+        "summary": [{"type": "summary_text", "text": "Short."}],
+        "content": [{"type": "reasoning_text", "text": "thought"}],
+    }
+    assert b.response.output[0] == item
+    for event in events:
+        validate_event(json.loads(event.model_dump_json()))
+
+
+def test_a_summary_only_reasoning_item_has_no_content_part() -> None:
+    b = builder()
+    events = b.start() + b.push(d.ReasoningDelta("Short.", summary=True)) + b.finish()
+    types = [e.type for e in events]
+    assert "response.content_part.added" not in types
+    assert fold_events(events).output[0].content == []  # type: ignore[union-attr]

@@ -157,13 +157,12 @@ class ResponsesTranslator:
             self._streamed.add(item_id)
             logprobs = _logprobs({"content": event.get("logprobs")})
             return [TextDelta(str(event.get("delta", "")), logprobs)]
-        if kind in (
-            "response.reasoning.delta",
-            "response.reasoning_text.delta",
-            "response.reasoning_summary_text.delta",
-        ):
+        if kind in ("response.reasoning.delta", "response.reasoning_text.delta"):
             self._streamed.add(item_id)
             return [ReasoningDelta(str(event.get("delta", "")))]
+        if kind == "response.reasoning_summary_text.delta":
+            self._streamed.add(item_id)
+            return [ReasoningDelta(str(event.get("delta", "")), summary=True)]
         if kind == "response.function_call_arguments.delta":
             if item_id in self._dropped:
                 return []
@@ -227,9 +226,14 @@ class ResponsesTranslator:
             text = "".join(str(p.get("text", "")) for p in item.get("content") or ())
             return [TextDelta(text)] if text else []
         if kind == "reasoning":
-            parts = item.get("content") or item.get("summary") or ()
-            text = "".join(str(p.get("text", "")) for p in parts)
-            return [ReasoningDelta(text)] if text else []
+            out: list[Delta] = []
+            text = "".join(str(p.get("text", "")) for p in item.get("content") or ())
+            if text:
+                out.append(ReasoningDelta(text))
+            summary = "".join(str(p.get("text", "")) for p in item.get("summary") or ())
+            if summary:
+                out.append(ReasoningDelta(summary, summary=True))
+            return out
         return []
 
     def _terminal(self, kind: str, response: Mapping[str, Any]) -> list[Delta]:
