@@ -30,7 +30,7 @@ def run_case(server: Server, provider: str, case: str) -> dict[str, Any]:
         cwd=NODE_DIR,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=900,  # generous: the machine running the tests may be loaded
     )
     lines = done.stdout.strip().splitlines()
     assert lines, f"no output; stderr:\n{done.stderr}"
