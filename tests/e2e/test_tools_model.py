@@ -22,6 +22,7 @@ from tests.support.server import Server
 from tests.support.sse import read_events
 
 MODEL = "smollm2-135m"
+TIMEOUT = 900  # generous: on a loaded two-core machine a forced call can take minutes
 WEATHER = {
     "type": "object",
     "properties": {
@@ -55,7 +56,9 @@ SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
 
 
 def post(server: Server, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{server.base_url}/responses", json={"model": MODEL, **body}, timeout=300)
+    return httpx.post(
+        f"{server.base_url}/responses", json={"model": MODEL, **body}, timeout=TIMEOUT
+    )
 
 
 def stream(server: Server, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -63,7 +66,7 @@ def stream(server: Server, body: dict[str, Any]) -> list[dict[str, Any]]:
         "POST",
         f"{server.base_url}/responses",
         json={"model": MODEL, **body, "stream": True},
-        timeout=300,
+        timeout=TIMEOUT,
     ) as reply:
         assert reply.status_code == 200, reply.read()
         events = list(read_events(reply))
