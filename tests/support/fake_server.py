@@ -18,13 +18,13 @@ import uvicorn
 
 from respond.app import create_app
 from respond.responses.sealing import Sealer, load_key
-from tests.support.fake_engine import FakeEngine, Step
+from respond.testing import FakeEngine, ScriptStep
 from tests.support.server import Server, start_server
 
 
 def start_fake_server(
     tmp: Path,
-    script: Sequence[Sequence[Step]],
+    script: Sequence[Sequence[ScriptStep]],
     *,
     secret_key: str = "fake-secret",
     reasoning_events: str = "openai",

@@ -23,24 +23,14 @@ from typing import Any, Literal
 from respond._ids import new_id
 from respond.engines._base import ChatTurn, FunctionSpec
 from respond.engines._parsing import Dialect, OutputParser
+from respond.engines._tools import visible_tools
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
 
-__all__ = ["DecodingPlan", "arguments_schema", "plan_decoding", "visible_tools"]
+__all__ = ["DecodingPlan", "arguments_schema", "plan_decoding"]
 
 log = logging.getLogger("respond.engine")
 
 Think = Literal["open", "inside"] | None
-
-
-def visible_tools(turn: ChatTurn) -> list[FunctionSpec]:
-    """The functions the model is shown: none under "none", only the allowed subset."""
-    choice = turn.tool_choice
-    if choice.mode == "none":
-        return []
-    if choice.allowed is None:
-        return list(turn.tools)
-    allowed = set(choice.allowed)
-    return [tool for tool in turn.tools if tool.name in allowed]
 
 
 def arguments_schema(tool: FunctionSpec) -> Mapping[str, Any] | None:

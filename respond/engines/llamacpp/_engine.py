@@ -36,7 +36,8 @@ from respond.engines._base import (
 )
 from respond.engines._calls import RepeatGuard
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
-from respond.engines.llamacpp._decoding import plan_decoding, visible_tools
+from respond.engines._tools import visible_tools
+from respond.engines.llamacpp._decoding import plan_decoding
 from respond.engines.llamacpp._grammar import unsupported_keyword
 from respond.engines.llamacpp._template import (
     ChatTemplate,
@@ -95,14 +96,18 @@ class LlamaCppEngine(Engine):
         self._llm: Any = None
         self._template: ChatTemplate | None = None
         self._loaded = threading.Event()
-        self.load_error: str | None = None
+        self._load_error: str | None = None
         self._lock: asyncio.Lock | None = None
 
     # ------------------------------------------------------------ loading
 
     @property
     def ready(self) -> bool:
-        return self._loaded.is_set() and self.load_error is None
+        return self._loaded.is_set() and self._load_error is None
+
+    @property
+    def load_error(self) -> str | None:
+        return self._load_error
 
     def load(self) -> None:
         """Load the model (blocking). Logs progress; failures are kept in load_error."""
@@ -129,8 +134,8 @@ class LlamaCppEngine(Engine):
             )
             log.info("model loaded in %.1fs as '%s'", time.monotonic() - started, self.info.id)
         except Exception as exc:
-            self.load_error = f"could not load model {self.model_path}: {exc}"
-            log.error("%s", self.load_error)
+            self._load_error = f"could not load model {self.model_path}: {exc}"
+            log.error("%s", self._load_error)
         finally:
             self._loaded.set()
 
@@ -186,8 +191,8 @@ class LlamaCppEngine(Engine):
             raise EngineError(
                 "The model is still loading; retry shortly.", code="model_loading", status=503
             )
-        if self.load_error is not None:
-            raise EngineError(self.load_error, code="model_unavailable", status=503)
+        if self._load_error is not None:
+            raise EngineError(self._load_error, code="model_unavailable", status=503)
 
     # ------------------------------------------------------------ generation
 
