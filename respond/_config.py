@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["McpServerConfig", "McpSettings", "Settings", "Timeouts", "default_data_dir"]
 
@@ -37,6 +37,7 @@ class Settings:
     max_body_mb: int = 32
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none
+    reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning
     log_level: str = "info"
     log_format: str = "text"  # or "json": one object per line
     metrics_auth: bool = False  # /metrics needs the API key

@@ -23,6 +23,7 @@ from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
+from respond.protocol.events import ReasoningEvents
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.hosted.mcp import McpTools
@@ -51,6 +52,7 @@ def create_app(
     metrics_auth: bool = False,
     on_ready: Callable[[], Awaitable[None]] | None = None,
     mcp: McpSettings | None = None,
+    reasoning_events: ReasoningEvents = "openai",
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
     meters = Metrics(engines)
@@ -65,6 +67,7 @@ def create_app(
         temperature=temperature,
         metrics=meters,
         mcp=McpTools(mcp),
+        reasoning_events=reasoning_events,
     )
     runs = Runs(service, store) if store is not None else None
 

@@ -135,6 +135,14 @@ def _parser() -> argparse.ArgumentParser:
         help="sampling temperature for requests that set none (default: %(default)s)",
     )
     serve.add_argument(
+        "--reasoning-events",
+        default=env("RESPOND_REASONING_EVENTS", "openai"),
+        choices=["openai", "openresponses"],
+        help="names of the reasoning text stream events: OpenAI's response.reasoning_text.* "
+        "(what OpenAI clients know) or the Open Responses spec's response.reasoning.* "
+        "(default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-level",
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -189,6 +197,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_body_mb=args.max_body_mb,
         n_predict=args.n_predict,
         temperature=args.temp,
+        reasoning_events=args.reasoning_events,
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_auth=args.metrics_auth,
@@ -245,6 +254,7 @@ def serve(settings: Settings) -> None:
         metrics_auth=settings.metrics_auth,
         on_ready=announce,
         mcp=mcp,
+        reasoning_events=settings.reasoning_events,
     )
     logging.getLogger("respond").info(
         "starting %s on http://%s:%d",

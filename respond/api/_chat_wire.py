@@ -371,7 +371,7 @@ class _Chunks:
             return [self._chunk({"role": "assistant", "content": ""})]
         if isinstance(event, ev.OutputTextDelta):
             return [self._chunk({"content": event.delta})]
-        if isinstance(event, ev.ReasoningDelta):
+        if isinstance(event, ev.ReasoningTextDelta | ev.ReasoningDelta):  # either naming
             return [self._chunk({"reasoning_content": event.delta})]
         if isinstance(event, ev.OutputItemAdded) and isinstance(event.item, FunctionCallItem):
             index = self._calls[event.output_index] = len(self._calls)

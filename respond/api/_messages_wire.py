@@ -416,7 +416,7 @@ def _delta(event: ev.Event) -> tuple[int, m.BlockDelta] | None:
     """(block index, delta) for the events that add to a block; None for the rest."""
     if isinstance(event, ev.OutputTextDelta):
         return event.output_index, m.TextDelta(text=event.delta)
-    if isinstance(event, ev.ReasoningDelta):
+    if isinstance(event, ev.ReasoningTextDelta | ev.ReasoningDelta):  # either naming
         return event.output_index, m.ThinkingDelta(thinking=event.delta)
     if isinstance(event, ev.FunctionCallArgumentsDelta):
         return event.output_index, m.InputJsonDelta(partial_json=event.delta)

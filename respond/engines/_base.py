@@ -175,6 +175,7 @@ class TextDelta:
 @dataclass(frozen=True)
 class ReasoningDelta:
     text: str
+    summary: bool = False  # a summary of the reasoning (upstreams that summarise), not the text
     type: Literal["reasoning"] = "reasoning"
 
 

@@ -135,6 +135,7 @@ class OutputParser:
         self._object = JsonScanner()
         self._args = JsonScanner()
         self._at_start = True  # nothing but whitespace emitted as text yet
+        self._calls = 0  # calls read so far
         self._strip_text = False  # drop whitespace right after </think>
         # With stop_at_call, the parser stops at the first call's markup and notes where
         # (an offset in the text fed so far): the engine then writes the call again from
@@ -162,17 +163,43 @@ class OutputParser:
         out: list[Delta] = []
         if self.halted_at is not None:
             return []
+        if self._marker_begun():
+            self._buffer = ""  # the start of a further call's marker, cut short
         while self._buffer or self._call is not None:
             before = (self._state, len(self._buffer), self._call is None)
             out += self._step(final=True)
             if (self._state, len(self._buffer), self._call is None) == before:
                 break
-        if self._call is not None:
+        if self._call is not None and self.unnamed_call and self.dialect != "llama3":
+            # Call markup cut short before its name: neither a call nor the model's words.
+            # (Llama 3's bare JSON may be a plain answer, so it stays text.)
+            self._call = None
+        elif self._call is not None:
             out += self._finish_call()
         if self._buffer:
             out += self._text(self._buffer)
             self._buffer = ""
         return out
+
+    @property
+    def unnamed_call(self) -> bool:
+        """A call's markup has begun, but not even its name is known yet."""
+        if self._call is not None:
+            return not self._call.name_seen
+        if self._marker_begun():
+            return True
+        return self._state in ("call_open", "call") and self.halted_at is None
+
+    def _marker_begun(self) -> bool:
+        """After a call, the text held back so far is the start of another call's marker."""
+        held = self._buffer.strip()
+        markers = [m for m in self._markers() if m != THINK_OPEN]
+        return (
+            self._calls > 0
+            and self._state == "text"
+            and bool(held)
+            and any(marker.startswith(held) for marker in markers)
+        )
 
     # ------------------------------------------------------------ states
 
@@ -338,6 +365,7 @@ class OutputParser:
         else:
             self._state = "text"
         self._at_start = False
+        self._calls += 1
         if call.name_seen:
             return [ToolCallEnd()]
         return self._whole_call(call.text)

@@ -11,7 +11,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from respond.protocol._base import Wire
-from respond.protocol.items import LogProb, OutputItem, OutputText, ReasoningText, Refusal
+from respond.protocol.items import (
+    LogProb,
+    OutputItem,
+    OutputText,
+    ReasoningText,
+    Refusal,
+    SummaryText,
+)
 from respond.protocol.resource import ResponseResource
 
 __all__ = [
@@ -37,6 +44,13 @@ __all__ = [
     "OutputTextDone",
     "ReasoningDelta",
     "ReasoningDone",
+    "ReasoningEvents",
+    "ReasoningSummaryPartAdded",
+    "ReasoningSummaryPartDone",
+    "ReasoningSummaryTextDelta",
+    "ReasoningSummaryTextDone",
+    "ReasoningTextDelta",
+    "ReasoningTextDone",
     "ResponseCompleted",
     "ResponseCreated",
     "ResponseFailed",
@@ -48,6 +62,11 @@ __all__ = [
 ]
 
 Part = Annotated[OutputText | Refusal | ReasoningText, Field(discriminator="type")]
+
+# Which names reasoning text streams under: OpenAI's (response.reasoning_text.*, what the
+# openai SDK, Codex, the Agents SDK and the AI SDK know) or the Open Responses spec's
+# (response.reasoning.*). The payloads are the same.
+ReasoningEvents = Literal["openai", "openresponses"]
 
 
 class _Event(Wire):
@@ -130,7 +149,27 @@ class OutputTextDone(_Event):
     logprobs: list[LogProb] = Field(default_factory=list)
 
 
+class ReasoningTextDelta(_Event):
+    """OpenAI's name for a reasoning text delta (the default)."""
+
+    type: Literal["response.reasoning_text.delta"] = "response.reasoning_text.delta"
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+
+
+class ReasoningTextDone(_Event):
+    type: Literal["response.reasoning_text.done"] = "response.reasoning_text.done"
+    item_id: str
+    output_index: int
+    content_index: int
+    text: str
+
+
 class ReasoningDelta(_Event):
+    """The Open Responses name for a reasoning text delta (`--reasoning-events openresponses`)."""
+
     type: Literal["response.reasoning.delta"] = "response.reasoning.delta"
     item_id: str
     output_index: int
@@ -143,6 +182,40 @@ class ReasoningDone(_Event):
     item_id: str
     output_index: int
     content_index: int
+    text: str
+
+
+class ReasoningSummaryPartAdded(_Event):
+    """A summary of the reasoning begins (same names for OpenAI and Open Responses)."""
+
+    type: Literal["response.reasoning_summary_part.added"] = "response.reasoning_summary_part.added"
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryPartDone(_Event):
+    type: Literal["response.reasoning_summary_part.done"] = "response.reasoning_summary_part.done"
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+class ReasoningSummaryTextDelta(_Event):
+    type: Literal["response.reasoning_summary_text.delta"] = "response.reasoning_summary_text.delta"
+    item_id: str
+    output_index: int
+    summary_index: int
+    delta: str
+
+
+class ReasoningSummaryTextDone(_Event):
+    type: Literal["response.reasoning_summary_text.done"] = "response.reasoning_summary_text.done"
+    item_id: str
+    output_index: int
+    summary_index: int
     text: str
 
 
@@ -240,8 +313,14 @@ Event = Annotated[
     | ContentPartDone
     | OutputTextDelta
     | OutputTextDone
+    | ReasoningTextDelta
+    | ReasoningTextDone
     | ReasoningDelta
     | ReasoningDone
+    | ReasoningSummaryPartAdded
+    | ReasoningSummaryPartDone
+    | ReasoningSummaryTextDelta
+    | ReasoningSummaryTextDone
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
     | CustomToolCallInputDelta

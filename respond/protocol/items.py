@@ -23,6 +23,7 @@ __all__ = [
     "ReasoningItem",
     "ReasoningText",
     "Refusal",
+    "SummaryText",
     "TopLogProb",
 ]
 
@@ -56,6 +57,11 @@ class Refusal(Wire):
 
 class ReasoningText(Wire):
     type: Literal["reasoning_text"] = "reasoning_text"
+    text: str = ""
+
+
+class SummaryText(Wire):
+    type: Literal["summary_text"] = "summary_text"
     text: str = ""
 
 
@@ -104,7 +110,7 @@ class FunctionCallOutputItem(Wire):
 class ReasoningItem(Wire):
     type: Literal["reasoning"] = "reasoning"
     id: str
-    summary: list[Any] = Field(default_factory=list)
+    summary: list[SummaryText] = Field(default_factory=list)
     content: list[ReasoningText] = Field(default_factory=list)
     encrypted_content: str | None = omit_none()
     status: ItemStatus | None = omit_none()

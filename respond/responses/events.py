@@ -30,6 +30,7 @@ from respond.protocol.items import (
     OutputText,
     ReasoningItem,
     ReasoningText,
+    SummaryText,
     TopLogProb,
 )
 from respond.protocol.resource import (
@@ -74,7 +75,10 @@ class EventBuilder:
         seal_reasoning: Callable[[str], str] | None = None,
         custom_tools: frozenset[str] = frozenset(),
         hosted: Mapping[str, HostedTool] | None = None,
+        reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
+        # OpenAI's reasoning_text.* event names, or the Open Responses reasoning.* ones.
+        self._openai_reasoning = reasoning_events == "openai"
         # Calls to these names are custom tool calls (free-form input), not function calls.
         self._custom_tools = custom_tools
         self._custom_arguments = ""
@@ -142,7 +146,7 @@ class EventBuilder:
         if isinstance(delta, d.TextDelta):
             return self._text(delta)
         if isinstance(delta, d.ReasoningDelta):
-            return self._reasoning(delta.text)
+            return self._summary(delta.text) if delta.summary else self._reasoning(delta.text)
         if isinstance(delta, d.ToolCallStart) and delta.name in self._hosted:
             return self._close_open() + self._hosted_call(self._hosted[delta.name])
         if isinstance(delta, d.ToolCallStart) and delta.name in self._custom_tools:
@@ -332,21 +336,47 @@ class EventBuilder:
         )
         return out
 
-    def _reasoning(self, text: str) -> list[ev.Event]:
+    def _open_reasoning(self) -> tuple[list[ev.Event], ReasoningItem]:
+        """The open reasoning item (opened now if another item, or none, is open)."""
         out: list[ev.Event] = []
         if self._open is None or self._open.kind != "reasoning":
             out += self._close_open()
             out += self._open_item("reasoning", lambda item_id: ReasoningItem(id=item_id))
+        assert self._open is not None
+        item = self.response.output[self._open.index]
+        assert isinstance(item, ReasoningItem)
+        return out, item
+
+    def _reasoning(self, text: str) -> list[ev.Event]:
+        out, item = self._open_reasoning()
+        if not item.content:
             out.append(self._part_added(ReasoningText()))
         open_ = self._open
         assert open_ is not None
         out.append(
             self._emit(
-                ev.ReasoningDelta(
+                (ev.ReasoningTextDelta if self._openai_reasoning else ev.ReasoningDelta)(
                     item_id=open_.item_id, output_index=open_.index, content_index=0, delta=text
                 )
             )
         )
+        return out
+
+    def _summary(self, text: str) -> list[ev.Event]:
+        """A summary of the reasoning (one summary part per item)."""
+        out, item = self._open_reasoning()
+        open_ = self._open
+        assert open_ is not None
+        item_id, index = open_.item_id, open_.index
+        if not item.summary:
+            added = ev.ReasoningSummaryPartAdded(
+                item_id=item_id, output_index=index, summary_index=0, part=SummaryText()
+            )
+            out.append(self._emit(added))
+        delta = ev.ReasoningSummaryTextDelta(
+            item_id=item_id, output_index=index, summary_index=0, delta=text
+        )
+        out.append(self._emit(delta))
         return out
 
     def _custom_input(self) -> list[ev.Event]:
@@ -411,24 +441,8 @@ class EventBuilder:
                     )
                 )
             )
-        elif isinstance(item, ReasoningItem) and item.content:
-            reasoning = item.content[0]
-            if self._seal_reasoning is not None:
-                item.encrypted_content = self._seal_reasoning(reasoning.text)
-            out.append(
-                self._emit(
-                    ev.ReasoningDone(
-                        item_id=item_id, output_index=index, content_index=0, text=reasoning.text
-                    )
-                )
-            )
-            out.append(
-                self._emit(
-                    ev.ContentPartDone(
-                        item_id=item_id, output_index=index, content_index=0, part=reasoning
-                    )
-                )
-            )
+        elif isinstance(item, ReasoningItem):
+            out += self._reasoning_done(item, index)
         elif isinstance(item, CustomToolCallItem):
             out.append(
                 self._emit(
@@ -460,6 +474,42 @@ class EventBuilder:
         assert not isinstance(item, McpListToolsItem), "a listing is never streamed"
         item.status = status  # type: ignore[assignment]
         out.append(self._emit(ev.OutputItemDone(output_index=open_.index, item=item)))
+        return out
+
+    def _reasoning_done(self, item: ReasoningItem, index: int) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        text = item.content[0].text if item.content else ""
+        if self._seal_reasoning is not None:
+            item.encrypted_content = self._seal_reasoning(text)
+        done = ev.ReasoningTextDone if self._openai_reasoning else ev.ReasoningDone
+        for reasoning in item.content:
+            out.append(
+                self._emit(
+                    done(item_id=item.id, output_index=index, content_index=0, text=reasoning.text)
+                )
+            )
+            out.append(
+                self._emit(
+                    ev.ContentPartDone(
+                        item_id=item.id, output_index=index, content_index=0, part=reasoning
+                    )
+                )
+            )
+        for summary in item.summary:
+            out.append(
+                self._emit(
+                    ev.ReasoningSummaryTextDone(
+                        item_id=item.id, output_index=index, summary_index=0, text=summary.text
+                    )
+                )
+            )
+            out.append(
+                self._emit(
+                    ev.ReasoningSummaryPartDone(
+                        item_id=item.id, output_index=index, summary_index=0, part=summary
+                    )
+                )
+            )
         return out
 
     # ------------------------------------------------------------ response-level

@@ -66,15 +66,35 @@ class ResponseFold:
             part = self._text_part(event.output_index, event.content_index)
             part.text = event.text
             part.logprobs = [LogProb.model_validate(lp.model_dump()) for lp in event.logprobs]
-        elif isinstance(event, ev.ReasoningDelta | ev.ReasoningDone):
+        elif isinstance(
+            event,
+            ev.ReasoningDelta | ev.ReasoningDone | ev.ReasoningTextDelta | ev.ReasoningTextDone,
+        ):
             item = response.output[event.output_index]
             assert isinstance(item, ReasoningItem)
             reasoning = item.content[event.content_index]
             assert isinstance(reasoning, ReasoningText)
-            if isinstance(event, ev.ReasoningDelta):
+            if isinstance(event, ev.ReasoningDelta | ev.ReasoningTextDelta):
                 reasoning.text += event.delta
             else:
                 reasoning.text = event.text
+        elif isinstance(event, ev.ReasoningSummaryPartAdded | ev.ReasoningSummaryPartDone):
+            item = response.output[event.output_index]
+            assert isinstance(item, ReasoningItem)
+            summary_part = event.part.model_copy(deep=True)
+            if isinstance(event, ev.ReasoningSummaryPartAdded):
+                assert event.summary_index == len(item.summary), "summary_index out of order"
+                item.summary.append(summary_part)
+            else:
+                item.summary[event.summary_index] = summary_part
+        elif isinstance(event, ev.ReasoningSummaryTextDelta | ev.ReasoningSummaryTextDone):
+            item = response.output[event.output_index]
+            assert isinstance(item, ReasoningItem)
+            summary = item.summary[event.summary_index]
+            if isinstance(event, ev.ReasoningSummaryTextDelta):
+                summary.text += event.delta
+            else:
+                summary.text = event.text
         elif isinstance(event, ev.CustomToolCallInputDelta | ev.CustomToolCallInputDone):
             custom = response.output[event.output_index]
             assert isinstance(custom, CustomToolCallItem)

@@ -118,6 +118,7 @@ class Responses:
         temperature: float = 1.0,
         metrics: Metrics | None = None,
         mcp: McpTools | None = None,
+        reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -131,6 +132,7 @@ class Responses:
         self.temperature = temperature  # `--temp`: for requests that set none
         self.metrics = metrics or Metrics()
         self.mcp = mcp or McpTools()
+        self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     @property
     def sealer(self) -> Sealer:
@@ -179,6 +181,7 @@ class Responses:
             seal_reasoning=seal,
             custom_tools=custom_tool_names(body),
             hosted=hosted.tools,
+            reasoning_events=self.reasoning_events,
         )
         return PreparedRun(
             body=body,

@@ -9,6 +9,7 @@ assert that runs complete and items come back typed, not what the model says.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -22,16 +23,19 @@ from agents import (
     responses_websocket_session,
     set_tracing_disabled,
 )
-from agents.items import ToolCallItem, ToolCallOutputItem
+from agents.items import ReasoningItem, ToolCallItem, ToolCallOutputItem
 from agents.stream_events import RawResponsesStreamEvent
+from openai.types.responses import ResponseReasoningTextDeltaEvent
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support.fake_server import start_fake_server
 from tests.support.server import Server
 
 PROMPT = "Reply with one word: yes or no?"
 SETTINGS = ModelSettings(temperature=0, max_tokens=16)
-# Forced calls use parallel_tool_calls=False: with parallel calls allowed, the bundled model
-# repeats the forced call until max_output_tokens, and the SDK rejects an incomplete response.
+# Forced calls leave parallel calls allowed (the SDK's default): the bundled model then
+# repeats its call, and respond ends the turn at the first exact repeat, so the response is
+# completed (the SDK rejects an incomplete one).
 
 set_tracing_disabled(True)
 
@@ -84,7 +88,7 @@ async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) ->
     # Forced on the first turn; the SDK then resets tool_choice, so the model answers in text
     # after seeing the tool's output (function_call + function_call_output replayed as input).
     result = await Runner.run(
-        agent(client, tool_choice="get_weather", parallel_tool_calls=False, max_tokens=48),
+        agent(client, tool_choice="get_weather", max_tokens=48),
         "What is the weather in Paris?",
     )
     assert calls, "the tool was called"
@@ -94,10 +98,54 @@ async def test_function_tool_loop(client: openai.AsyncOpenAI, server: Server) ->
 
 
 async def test_stop_on_first_tool(client: openai.AsyncOpenAI, server: Server) -> None:
-    forced = agent(client, tool_choice="required", parallel_tool_calls=False, max_tokens=48)
+    forced = agent(client, tool_choice="required", max_tokens=48)
     forced.tool_use_behavior = "stop_on_first_tool"
     result = await Runner.run(forced, "What is the weather in Oslo?")
     assert isinstance(result.final_output, str) and result.final_output.startswith("Sunny in")
+
+
+async def test_streamed_tool_run(client: openai.AsyncOpenAI) -> None:
+    calls.clear()
+    forced = agent(client, tool_choice="required", max_tokens=48)
+    forced.tool_use_behavior = "stop_on_first_tool"
+    result = Runner.run_streamed(forced, "What is the weather in Rome?")
+    kinds = [
+        event.data.type
+        async for event in result.stream_events()
+        if isinstance(event, RawResponsesStreamEvent)
+    ]
+    assert kinds[-1] == "response.completed", kinds
+    assert "response.function_call_arguments.delta" in kinds
+    assert len(calls) == 1  # one call, not its repeats
+    assert isinstance(result.final_output, str) and result.final_output.startswith("Sunny in")
+
+
+async def test_reasoning_text_arrives_from_a_thinking_model(tmp_path: Path) -> None:
+    """A model that thinks (the FAKE scripted engine writes a <think> block): the SDK gets
+    the reasoning as it streams (OpenAI's response.reasoning_text.delta) and as an item."""
+    thought = "The user asks yes or no. Say yes."
+    script = [[{"raw": f"<think>{thought}</think>\n\nYes."}]]
+    server, _ = start_fake_server(tmp_path, script)
+    try:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="unused") as sdk:
+            thinker = Agent(
+                name="assistant",
+                model=OpenAIResponsesModel(model="fake-model", openai_client=sdk),
+            )
+            result = Runner.run_streamed(thinker, PROMPT)
+            streamed = [
+                event.data.delta
+                async for event in result.stream_events()
+                if isinstance(event, RawResponsesStreamEvent)
+                and isinstance(event.data, ResponseReasoningTextDeltaEvent)
+            ]
+    finally:
+        server.stop()
+    assert "".join(streamed) == thought
+    (item,) = [item for item in result.new_items if isinstance(item, ReasoningItem)]
+    assert item.raw_item.content is not None
+    assert [part.text for part in item.raw_item.content] == [thought]
+    assert result.final_output == "Yes."
 
 
 async def test_two_turns_with_previous_response_id(

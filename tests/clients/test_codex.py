@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support.fake_server import start_fake_server
 from tests.support.server import Server, start_server
 
 NODE = Path(__file__).resolve().parent / "node"
@@ -129,3 +130,41 @@ def test_codex_exec_over_websocket(codex_server: Server, tmp_path: Path) -> None
     log = codex_server.log()
     assert log.count("WS /v1/responses") >= sockets + 2
     assert log.count("POST /v1/responses") == posts, "Codex fell back to HTTP"
+
+
+def test_codex_shows_reasoning_from_a_thinking_model(tmp_path: Path) -> None:
+    """A model that thinks (the FAKE scripted engine writes a <think> block): Codex, told to
+    show raw reasoning, prints the reasoning text it received before the answer."""
+    thought = "The user asks yes or no. Say yes."
+    script = [[{"raw": f"<think>{thought}</think>\n\nYes."}]]
+    server, _ = start_fake_server(tmp_path / "server", script)
+    try:
+        home = codex_home(tmp_path, server, websockets=False)
+        config = home / "config.toml"
+        config.write_text(
+            config.read_text()
+            .replace(f'model = "{BUNDLED_ALIAS}"', 'model = "fake-model"')
+            .replace("model_provider =", "show_raw_agent_reasoning = true\nmodel_provider =")
+        )
+        work = tmp_path / "work"
+        work.mkdir()
+        done = subprocess.run(
+            [str(CODEX), "exec", "--skip-git-repo-check", "-s", "read-only", PROMPT],
+            cwd=work,
+            env={
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(tmp_path),
+                "CODEX_HOME": str(home),
+                "RESPOND_API_KEY": KEY,
+            },
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        server.stop()
+    assert done.returncode == 0, f"codex exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    shown = done.stdout + done.stderr
+    assert thought in shown, shown
+    assert shown.index(thought) < shown.rindex("Yes.")

@@ -62,10 +62,24 @@ def test_bind_tools_is_accepted(server: Server) -> None:
 
 
 def test_bind_tools_forced_call(server: Server) -> None:
-    model = chat(server, max_tokens=48).bind_tools(
-        [get_weather], tool_choice="get_weather", parallel_tool_calls=False
-    )
+    """Parallel calls allowed (LangChain's default): the model's exact repeats of its call
+    end the turn, so exactly one call comes back and the response is completed."""
+    model = chat(server, max_tokens=48).bind_tools([get_weather], tool_choice="get_weather")
     reply = model.invoke("What is the weather in Paris?")
     assert isinstance(reply, AIMessage)
+    assert reply.response_metadata["status"] == "completed"
     assert [call["name"] for call in reply.tool_calls] == ["get_weather"]
     assert isinstance(reply.tool_calls[0]["args"].get("city"), str)
+
+
+def test_bind_tools_required_call_streams(server: Server) -> None:
+    model = chat(server, max_tokens=48).bind_tools([get_weather], tool_choice="required")
+    chunks = list(model.stream("What is the weather in Oslo?"))
+    assert len(chunks) > 1 and all(isinstance(chunk, AIMessageChunk) for chunk in chunks)
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    assert isinstance(whole, AIMessageChunk)
+    assert whole.response_metadata["status"] == "completed"
+    assert [call["name"] for call in whole.tool_calls] == ["get_weather"]
+    assert isinstance(whole.tool_calls[0]["args"].get("city"), str)

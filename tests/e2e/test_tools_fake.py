@@ -94,25 +94,47 @@ def post(server: Server, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(f"{server.base_url}/responses", json=body, timeout=30)
 
 
-def test_reasoning_item_streams_before_the_message(fake: tuple[Server, Path]) -> None:
-    server, _ = fake
+@pytest.fixture(scope="module")
+def open_responses_naming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The same fake engine served with `--reasoning-events openresponses`."""
+    tmp = Path(tmp_path_factory.mktemp("fake-or"))
+    server, _ = start_fake_server(tmp, SCRIPT, reasoning_events="openresponses")
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(
+    "naming",
+    [
+        ("openai", "response.reasoning_text"),  # the default
+        ("openresponses", "response.reasoning"),
+    ],
+    ids=["openai", "openresponses"],
+)
+def test_reasoning_item_streams_before_the_message(
+    fake: tuple[Server, Path], open_responses_naming: Server, naming: tuple[str, str]
+) -> None:
+    """Both namings validate: OpenAI's against the openai SDK's types, the Open Responses
+    one against the spec (stream() validates every event)."""
+    switch, prefix = naming
+    server = fake[0] if switch == "openai" else open_responses_naming
     events = stream(server, {"model": "fake-model", "input": "hi"})
     types = [e["type"] for e in events]
-    first_message = types.index(
-        "response.content_part.added", types.index("response.reasoning.done")
-    )
+    other = "response.reasoning." if switch == "openai" else "response.reasoning_text."
+    assert not [kind for kind in types if kind.startswith(other)]
+    first_message = types.index("response.content_part.added", types.index(f"{prefix}.done"))
     assert types[:6] == [
         "response.created",
         "response.in_progress",
         "response.output_item.added",
         "response.content_part.added",
-        "response.reasoning.delta",
-        "response.reasoning.delta",
+        f"{prefix}.delta",
+        f"{prefix}.delta",
     ]
-    assert first_message > types.index("response.reasoning.done")
-    reasoning = "".join(e["delta"] for e in events if e["type"] == "response.reasoning.delta")
+    assert first_message > types.index(f"{prefix}.done")
+    reasoning = "".join(e["delta"] for e in events if e["type"] == f"{prefix}.delta")
     assert reasoning == "The user says hi.\nBe brief."
-    done = next(e for e in events if e["type"] == "response.reasoning.done")
+    done = next(e for e in events if e["type"] == f"{prefix}.done")
     assert done["text"] == reasoning
     final = events[-1]["response"]
     item, message = final["output"]

@@ -28,6 +28,7 @@ EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 CHAT = [
     "echo",
     "tools",
+    "repeats",
     "reasoning",
     "think",
     "length",
@@ -60,7 +61,7 @@ def respond(fake: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     tables += [
         f'[models.resp-{name}]\nupstream = "{fake.base_url}"\napi = "responses"\nmodel = "{name}"\n'
-        for name in ["echo", "tools", "length", "error500", "cut"]
+        for name in ["echo", "tools", "repeats", "summary", "length", "error500", "cut"]
     ]
     config = write_config(tmp, "\n".join(tables))
     srv = start_server(tmp, "--config", str(config))
@@ -299,7 +300,7 @@ def test_reasoning_content_becomes_a_reasoning_item(respond: Server) -> None:
     assert reasoning["type"] == "reasoning"
     assert reasoning["content"][0]["text"] == "Let me think."
     assert message["content"][0]["text"] == "Answer."
-    assert any(e["type"] == "response.reasoning.delta" for e in events)
+    assert any(e["type"] == "response.reasoning_text.delta" for e in events)
     usage = final["usage"]
     assert usage["input_tokens_details"]["cached_tokens"] == 16
     assert usage["output_tokens_details"]["reasoning_tokens"] == 5
@@ -427,6 +428,30 @@ def test_responses_upstream_function_call_and_incomplete(respond: Server) -> Non
     cut = completed(respond, {"model": "resp-length", "input": "x"})
     assert cut["status"] == "incomplete"
     assert cut["output"][0]["content"][0]["text"] == "cut sh"
+
+
+@pytest.mark.parametrize("api", ["chat", "resp"])
+def test_exact_repeats_of_a_call_are_dropped(respond: Server, api: str) -> None:
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    events = stream(respond, {"model": f"{api}-repeats", "input": "x", "tools": tools})
+    final = events[-1]["response"]
+    assert final["status"] == "completed"
+    cities = [json.loads(call["arguments"])["city"] for call in final["output"]]
+    assert cities == ["Paris", "Rome"]
+    added = [e for e in events if e["type"] == "response.output_item.added"]
+    assert len(added) == 2  # the repeat was never streamed
+    assert "dropped an exact repeat of the call to 'get_weather'" in respond.log()
+
+
+def test_an_upstream_reasoning_summary_streams_as_summary_events(respond: Server) -> None:
+    events = stream(respond, {"model": "resp-summary", "input": "x"})
+    types = [e["type"] for e in events]
+    assert "response.reasoning_summary_part.added" in types
+    assert "response.content_part.added" in types  # the message's only
+    reasoning, message = events[-1]["response"]["output"]
+    assert reasoning["summary"] == [{"type": "summary_text", "text": "In short: yes."}]
+    assert reasoning["content"] == []
+    assert message["content"][0]["text"] == "Yes."
 
 
 def test_upstream_flags_serve_a_responses_upstream(fake: Server, tmp_path: Path) -> None:

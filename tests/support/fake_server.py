@@ -1,7 +1,7 @@
 """Serve the real HTTP stack over the FAKE scripted engine, in its own process.
 
     python -m tests.support.fake_server --script turns.json [--record turns.jsonl]
-        [--secret-key K] --host 127.0.0.1 --port 8123
+        [--secret-key K] [--reasoning-events openai|openresponses] --host 127.0.0.1 --port 8123
 
 Start it from a test with `start_fake_server(tmp, script)`; it is `respond.app.create_app`
 under uvicorn exactly as `respond serve` runs it, with FakeEngine in place of the model.
@@ -23,7 +23,11 @@ from tests.support.server import Server, start_server
 
 
 def start_fake_server(
-    tmp: Path, script: Sequence[Sequence[ScriptStep]], *, secret_key: str = "fake-secret"
+    tmp: Path,
+    script: Sequence[Sequence[ScriptStep]],
+    *,
+    secret_key: str = "fake-secret",
+    reasoning_events: str = "openai",
 ) -> tuple[Server, Path]:
     """Start the fake server; return it and the file where it records the turns it gets."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -38,6 +42,8 @@ def start_fake_server(
         str(record),
         "--secret-key",
         secret_key,
+        "--reasoning-events",
+        reasoning_events,
         module=("-m", "tests.support.fake_server"),
     )
     return server, record
@@ -54,12 +60,15 @@ def main() -> None:
     parser.add_argument("--script", type=Path, required=True)
     parser.add_argument("--record", type=Path)
     parser.add_argument("--secret-key", default="fake-secret")
+    parser.add_argument("--reasoning-events", default="openai", choices=["openai", "openresponses"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
     engine = FakeEngine(json.loads(args.script.read_text()), record=args.record)
     sealer = Sealer(load_key(args.secret_key, Path(".")))
-    app = create_app({engine.info.id: engine}, sealer=sealer)
+    app = create_app(
+        {engine.info.id: engine}, sealer=sealer, reasoning_events=args.reasoning_events
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 

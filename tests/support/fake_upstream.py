@@ -1,7 +1,8 @@
 """A FAKE upstream: a real HTTP server that plays scripted Chat Completions / Responses streams.
 
 It exists for what a tiny real model cannot produce on demand (parallel tool calls with
-interleaved argument fragments, reasoning fields, a 500, a cut connection, a stall).
+interleaved argument fragments, exact repeats of a call, reasoning fields and summaries,
+a 500, a cut connection, a stall).
 The request's `model` picks the script; `echo` answers with the request body it received,
 so tests can check the translation respond sent. Run as a process:
 
@@ -22,6 +23,8 @@ from typing import Any
 SCENARIOS = [
     "echo",
     "tools",
+    "repeats",
+    "summary",
     "reasoning",
     "think",
     "length",
@@ -86,6 +89,18 @@ def chat_script(model: str, body: dict[str, Any], auth: str = "") -> list[dict[s
             chunk({"tool_calls": [tool(1, arguments='"UTC"}')]}),
             chunk({}, "tool_calls"),
             usage(20, 12),
+        ]
+    if model == "repeats":  # a call, the same call again (other whitespace), another call
+        return [
+            chunk({"role": "assistant"}),
+            chunk({"tool_calls": [tool(0, call_id="call_a", name="get_weather")]}),
+            chunk({"tool_calls": [tool(0, arguments='{"city": "Paris"}')]}),
+            chunk({"tool_calls": [tool(1, call_id="call_b", name="get_weather")]}),
+            chunk({"tool_calls": [tool(1, arguments='{"city":"Paris"}')]}),
+            chunk({"tool_calls": [tool(2, call_id="call_c", name="get_weather")]}),
+            chunk({"tool_calls": [tool(2, arguments='{"city": "Rome"}')]}),
+            chunk({}, "tool_calls"),
+            usage(20, 30),
         ]
     if model == "reasoning":
         return [
@@ -166,6 +181,29 @@ def responses_script(model: str, body: dict[str, Any], auth: str = "") -> list[d
             ev("response.function_call_arguments.delta", item_id="fc_up", delta='"Oslo"}'),
             ev("response.output_item.done", item={**item, "arguments": '{"city":"Oslo"}'}),
             ev("response.completed", response={**resp, "status": "completed", "usage": done_usage}),
+        ]
+    if model == "repeats":
+        out = [*head]
+        for index, city in enumerate(["Paris", "Paris", "Rome"]):
+            item = {"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}"}
+            item["name"] = "get_weather"
+            arguments = f'{{"city": "{city}"}}'
+            out += [
+                ev(
+                    "response.output_item.added", output_index=index, item={**item, "arguments": ""}
+                ),
+                ev("response.function_call_arguments.delta", item_id=item["id"], delta=arguments),
+                ev("response.output_item.done", item={**item, "arguments": arguments}),
+            ]
+        return [*out, ev("response.completed", response={**resp, "status": "completed"})]
+    if model == "summary":
+        return [
+            *head,
+            ev("response.reasoning_summary_text.delta", item_id="rs_up", delta="In short: "),
+            ev("response.reasoning_summary_text.delta", item_id="rs_up", delta="yes."),
+            ev("response.output_item.done", item={"type": "reasoning", "id": "rs_up"}),
+            ev("response.output_text.delta", item_id="msg_up", delta="Yes."),
+            ev("response.completed", response={**resp, "status": "completed"}),
         ]
     if model == "length":
         return [

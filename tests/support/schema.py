@@ -1,4 +1,9 @@
-"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec."""
+"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec.
+
+The reasoning text events respond streams by default carry OpenAI's names
+(response.reasoning_text.*), which that document lacks: those are validated against the
+openai SDK's own event types instead (strictly: no field may be missing or mistyped).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from openai.types.responses import ResponseOutputItem, ResponseStreamEvent, Tool, ToolChoiceMcp
-from pydantic import TypeAdapter
+from openai.types.responses import (
+    ResponseOutputItem,
+    ResponseReasoningTextDeltaEvent,
+    ResponseReasoningTextDoneEvent,
+    ResponseStreamEvent,
+    Tool,
+    ToolChoiceMcp,
+)
+from pydantic import BaseModel, TypeAdapter
 from referencing import Registry, Resource
 
 SPEC_PATH = (
@@ -99,6 +111,19 @@ def validate_response(body: dict[str, Any]) -> None:
     validate(_without_mcp(body), "ResponseResource")
 
 
+_OPENAI_EVENTS: dict[str, type[BaseModel]] = {
+    "response.reasoning_text.delta": ResponseReasoningTextDeltaEvent,
+    "response.reasoning_text.done": ResponseReasoningTextDoneEvent,
+}
+
+
+def validate_openai_event(event: dict[str, Any]) -> None:
+    """An event in OpenAI's naming, checked against the openai SDK's type for it."""
+    model = _OPENAI_EVENTS[str(event.get("type"))]
+    parsed = model.model_validate(event, strict=True)
+    assert parsed.model_dump(exclude_unset=True) == event, (event, parsed)
+
+
 def validate_event(event: dict[str, Any]) -> None:
     kind = str(event.get("type"))
     if kind.startswith(("response.mcp_list_tools.", "response.mcp_call")):
@@ -110,6 +135,9 @@ def validate_event(event: dict[str, Any]) -> None:
     if isinstance(event.get("response"), dict):
         event = {**event, "response": _without_mcp(event["response"])}
     kind = event.get("type")
+    if kind in _OPENAI_EVENTS:
+        validate_openai_event(event)
+        return
     name = _event_schemas().get(str(kind))
     assert name is not None, f"event type {kind!r} is not an Open Responses streaming event"
     validate(event, name)

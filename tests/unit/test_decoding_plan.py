@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from respond.engines import ChatMessage, ChatTurn, FunctionSpec, ToolChoice, visible_tools
-from respond.engines.llamacpp._decoding import plan_decoding
+from respond.engines.llamacpp._decoding import arguments_schema, plan_decoding
 
 A = FunctionSpec("a", None, {"type": "object", "properties": {"x": {"type": "string"}}})
 B = FunctionSpec("b", None, {"type": "object"}, strict=False)
@@ -63,3 +67,27 @@ def test_thinking_templates_and_effort_none() -> None:
     assert opened.starts_in_reasoning
     off = plan_decoding(turn(reasoning_effort="none"), "hermes", True, "")
     assert not off.thinking
+
+
+def test_a_non_strict_tool_follows_its_schema_when_it_can_be_enforced() -> None:
+    city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    loose = FunctionSpec("weather", None, city, strict=False)
+    assert arguments_schema(loose) == city
+    grammar = plan_decoding(
+        turn(tools=[loose], tool_choice=ToolChoice("required")), "hermes", False, ""
+    ).grammar
+    assert grammar is not None and '\\"city\\"' in grammar
+
+
+def test_a_non_strict_schema_that_cannot_be_enforced_falls_back_to_any_object(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    unique = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
+    loose = FunctionSpec("tag", None, unique, strict=False)
+    with caplog.at_level(logging.INFO, logger="respond.engine"):
+        assert arguments_schema(loose) is None
+    assert "function 'tag'" in caplog.text and "uniqueItems" in caplog.text
+    grammar = plan_decoding(
+        turn(tools=[loose], tool_choice=ToolChoice("required")), "hermes", False, ""
+    ).grammar
+    assert grammar is not None and '\\"tags\\"' not in grammar

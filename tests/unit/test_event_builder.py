@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from respond.engines import _base as d
 from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
+from tests.support.schema import validate_event
 
 
 def builder() -> EventBuilder:
@@ -78,7 +83,7 @@ def test_failure_closes_open_item_then_one_failed_event() -> None:
     events = b.start() + b.push(d.ReasoningDelta("thinking")) + b.fail("server_error", "boom")
     types = [e.type for e in events]
     assert types[-4:] == [
-        "response.reasoning.done",
+        "response.reasoning_text.done",
         "response.content_part.done",
         "response.output_item.done",
         "response.failed",
@@ -116,9 +121,67 @@ def test_resume_closes_open_reasoning_with_its_done_events() -> None:
     resumed = EventBuilder.resume(live.response, sent)
     types = [e.type for e in resumed.fail("run_interrupted", "gone")]
     assert types == [
-        "response.reasoning.done",
+        "response.reasoning_text.done",
         "response.content_part.done",
         "response.output_item.done",
         "response.failed",
     ]
     assert fold_events(resumed.events) == resumed.response
+
+
+@pytest.mark.parametrize(
+    ("naming", "prefix"),
+    [("openai", "response.reasoning_text"), ("openresponses", "response.reasoning")],
+)
+def test_reasoning_event_names_follow_the_switch_and_fold_the_same(
+    naming: str, prefix: str
+) -> None:
+    response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    events = b.start() + b.push(d.ReasoningDelta("a")) + b.push(d.ReasoningDelta("b"))
+    events += b.push(d.TextDelta("x")) + b.finish()
+    types = [e.type for e in events]
+    assert types.count(f"{prefix}.delta") == 2 and f"{prefix}.done" in types
+    assert fold_events(events).output[0].content[0].text == "ab"  # type: ignore[union-attr]
+    for event in events:
+        validate_event(json.loads(event.model_dump_json()))
+
+
+@pytest.mark.parametrize("naming", ["openai", "openresponses"])
+def test_a_reasoning_summary_streams_as_summary_events(naming: str) -> None:
+    response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    events = (
+        b.start()
+        + b.push(d.ReasoningDelta("thought"))
+        + b.push(d.ReasoningDelta("Sh", summary=True))
+    )
+    events += b.push(d.ReasoningDelta("ort.", summary=True)) + b.push(d.TextDelta("x")) + b.finish()
+    types = [e.type for e in events]
+    summary = [t for t in types if "summary" in t]
+    assert summary == [
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    ]
+    assert types.index("response.reasoning_summary_part.done") < types.index(
+        "response.output_item.done"
+    )
+    item = fold_events(events).output[0]
+    assert item.model_dump(include={"summary", "content"}) == {  # type: ignore[union-attr]
+        "summary": [{"type": "summary_text", "text": "Short."}],
+        "content": [{"type": "reasoning_text", "text": "thought"}],
+    }
+    assert b.response.output[0] == item
+    for event in events:
+        validate_event(json.loads(event.model_dump_json()))
+
+
+def test_a_summary_only_reasoning_item_has_no_content_part() -> None:
+    b = builder()
+    events = b.start() + b.push(d.ReasoningDelta("Short.", summary=True)) + b.finish()
+    types = [e.type for e in events]
+    assert "response.content_part.added" not in types
+    assert fold_events(events).output[0].content == []  # type: ignore[union-attr]

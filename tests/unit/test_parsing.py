@@ -220,3 +220,33 @@ def test_detect_dialect() -> None:
     assert detect_dialect("[TOOL_CALLS] {{ tools }}") == "mistral"
     assert detect_dialect("<|python_tag|>") == "llama3"
     assert detect_dialect("{{ messages }}") is None
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_call_markup_cut_before_its_name_is_neither_call_nor_text(size: int) -> None:
+    for cut in ("<tool_call>\n", '<tool_call>\n{"na', '<tool_call>\n{"name": "f", "argu'):
+        parser = OutputParser("hermes", new_call_id=lambda: "c")
+        out: list[d.Delta] = []
+        for start in range(0, len(cut), size):
+            out += parser.feed(cut[start : start + size])
+        assert parser.unnamed_call, cut
+        assert out + parser.close() == [], cut
+    parser = OutputParser("hermes", new_call_id=lambda: "c")
+    parser.feed('<tool_call>{"name": "f", "arguments": {')
+    assert not parser.unnamed_call
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_further_call_marker_cut_short_is_not_text(size: int) -> None:
+    first = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>\n'
+    for cut in ("<", "<tool", "<tool_call"):
+        parser = OutputParser("hermes", new_call_id=lambda: "c")
+        out: list[d.Delta] = []
+        text = first + cut
+        for start in range(0, len(text), size):
+            out += parser.feed(text[start : start + size])
+        assert parser.unnamed_call, cut
+        out += parser.close()
+        assert summary(out) == [("call", "f"), ("args", "{}"), ("end", "")], cut
+    # Before any call, such text is the model's.
+    assert summary(parse("hermes", "a <tool", size)) == [("text", "a <tool")]

@@ -360,7 +360,23 @@ def test_a_whole_responses_object_translates_too() -> None:
             "usage": {"input_tokens": 2, "output_tokens": 1},
         }
     )
-    assert deltas == [ReasoningDelta("hm"), TextDelta("x"), Usage(2, 1), Finish("length")]
+    assert deltas == [
+        ReasoningDelta("hm", summary=True),
+        TextDelta("x"),
+        Usage(2, 1),
+        Finish("length"),
+    ]
+
+
+def test_reasoning_summaries_stay_summaries() -> None:
+    translator = ResponsesTranslator(turn())
+    deltas = translator.feed(
+        {"type": "response.reasoning_summary_text.delta", "item_id": "rs", "delta": "short"}
+    )
+    deltas += translator.feed(
+        {"type": "response.reasoning_text.delta", "item_id": "rs", "delta": "long"}
+    )
+    assert deltas == [ReasoningDelta("short", summary=True), ReasoningDelta("long")]
 
 
 # ---------------------------------------------------------------- shared between both

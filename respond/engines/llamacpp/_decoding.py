@@ -7,23 +7,47 @@
   call is valid by construction while the decision to call stays the model's.
 - text.format json_schema / json_object: the output is that JSON (or, with tools under
   "auto", either that JSON or tool calls).
+
+Every function's arguments follow its schema, strict or not, whenever the grammar can
+enforce the schema. `strict: false` only means respond does not refuse a schema it cannot
+enforce: such a function's arguments fall back to any JSON object (and the log says so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from respond._ids import new_id
-from respond.engines._base import ChatTurn
+from respond.engines._base import ChatTurn, FunctionSpec
 from respond.engines._parsing import Dialect, OutputParser
 from respond.engines._tools import visible_tools
-from respond.engines.llamacpp._grammar import CallSpec, output_grammar
+from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
 
-__all__ = ["DecodingPlan", "plan_decoding"]
+__all__ = ["DecodingPlan", "arguments_schema", "plan_decoding"]
+
+log = logging.getLogger("respond.engine")
 
 Think = Literal["open", "inside"] | None
+
+
+def arguments_schema(tool: FunctionSpec) -> Mapping[str, Any] | None:
+    """The schema a function's arguments are decoded under (None: any JSON object)."""
+    found = unsupported_keyword(tool.parameters)
+    if found is None:
+        return tool.parameters
+    # Only a non-strict tool gets here: a strict one was refused with a 400 before.
+    keyword, where = found
+    log.info(
+        "function %r: its schema's '%s' (at %s) cannot be enforced; the arguments are any "
+        "JSON object (strict is false)",
+        tool.name,
+        keyword,
+        where,
+    )
+    return None
 
 
 @dataclass(frozen=True)
@@ -53,7 +77,7 @@ def plan_decoding(
     # Templates such as DeepSeek-R1's open the <think> block in the prompt itself.
     inside = thinking and prompt_tail.rstrip().endswith("<think>")
     think: Think = "inside" if inside else "open" if thinking else None
-    calls = [CallSpec(t.name, t.parameters if t.strict else None) for t in tools]
+    calls = [CallSpec(t.name, arguments_schema(t)) for t in tools]
     max_calls = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
     json_output = turn.json_schema is not None or turn.json_object
     forced = bool(tools) and turn.tool_choice.mode == "required"

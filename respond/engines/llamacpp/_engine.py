@@ -36,6 +36,7 @@ from respond.engines._base import (
     Usage,
     model_loading,
 )
+from respond.engines._calls import RepeatGuard
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
 from respond.engines._tools import visible_tools
 from respond.engines.llamacpp._decoding import plan_decoding
@@ -271,21 +272,29 @@ class LlamaCppEngine(Engine):
         room = self.n_ctx - len(tokens)
         budget = _Budget(limit=min(turn.max_output_tokens or room, room))
         parser = plan.parser(stop_at_call=plan.call_grammar is not None)
-        self._phase(tokens, turn, plan.grammar, parser, budget, emit)
+        # Shared by both phases: a call that exactly repeats an earlier one ends the turn.
+        guard = RepeatGuard()
+        self._phase(tokens, turn, plan.grammar, parser, guard, budget, emit)
         if parser.halted_at is not None and plan.call_grammar is not None:
             # The model chose to call a function: rewind to where its markup began and
             # write the call(s) under the grammar, so they are valid by construction.
             prefix = tokens + budget.rewind(self._llm, parser.halted_at)
             parser = plan.parser(stop_at_call=False, after_rewind=True)
-            self._phase(prefix, turn, plan.call_grammar, parser, budget, emit)
-        for delta in parser.close():
-            emit(delta)
+            self._phase(prefix, turn, plan.call_grammar, parser, guard, budget, emit)
+        if not guard.repeated:
+            unnamed = parser.unnamed_call
+            tail = parser.close()
+            for delta in guard.cut(tail, unnamed_call=unnamed) if budget.cut else guard.feed(tail):
+                emit(delta)
+        # A turn that ended on a repeat is complete, even if the limit cut that repeat.
+        cut = budget.cut and not guard.repeated
         log.info(
-            "generation %s after %d tokens (prompt %d, cached %d)",
-            "cancelled" if turn.cancel.is_set() else "cut" if budget.cut else "ended",
+            "generation %s after %d tokens (prompt %d, cached %d)%s",
+            "cancelled" if turn.cancel.is_set() else "cut" if cut else "ended",
             budget.produced,
             len(tokens),
             cached,
+            " on a repeated tool call" if guard.repeated else "",
         )
         emit(
             Usage(
@@ -295,7 +304,7 @@ class LlamaCppEngine(Engine):
                 reasoning_tokens=budget.reasoning,
             )
         )
-        emit(Finish("length" if budget.cut else "stop"))
+        emit(Finish("length" if cut else "stop"))
 
     def _prompt_text(self, tokens: list[int]) -> str:
         tail: bytes = self._llm.detokenize(tokens[-8:], special=True)
@@ -307,11 +316,13 @@ class LlamaCppEngine(Engine):
         turn: ChatTurn,
         grammar: str | None,
         parser: OutputParser,
+        guard: RepeatGuard,
         budget: _Budget,
         emit: Callable[[Delta], None],
     ) -> None:
-        """Sample until the end of the turn, the token limit, a cancel, or (when the
-        parser is told to stop at a call) the start of a tool call."""
+        """Sample until the end of the turn, the token limit, a cancel, an exact repeat of
+        a call already made, or (when the parser is told to stop at a call) the start of a
+        tool call."""
         import llama_cpp
 
         from respond.engines.llamacpp._sampler import grammar_sampling
@@ -344,17 +355,17 @@ class LlamaCppEngine(Engine):
                 piece: bytes = llm.detokenize([token], special=True)
                 text = decoder.decode(piece)
                 thinking = parser.in_reasoning
-                deltas = parser.feed(text)
+                deltas = guard.feed(parser.feed(text))
                 budget.took(token, text, reasoning=thinking or parser.in_reasoning)
                 logprobs = _token_logprob(llm, token, piece, scores, sampling.top_logprobs)
                 for delta in _with_logprobs(deltas, logprobs):
                     emit(delta)
-                if parser.halted_at is not None:
+                if parser.halted_at is not None or guard.repeated:
                     return
                 if budget.exhausted:
                     budget.cut = True
                     break
-        for delta in parser.feed(decoder.decode(b"", final=True)):
+        for delta in guard.feed(parser.feed(decoder.decode(b"", final=True))):
             emit(delta)
 
     def _reusable_prefix(self, tokens: list[int]) -> int:

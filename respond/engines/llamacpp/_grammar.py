@@ -12,9 +12,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from llama_cpp.llama_grammar import PRIMITIVE_RULES, SchemaConverter
+from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
 
 from respond.engines._parsing import HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, Dialect
+from respond.engines.llamacpp._numbers import NUMERIC_KEYWORDS, numeric_problem, numeric_rule
 
 __all__ = [
     "CallSpec",
@@ -61,6 +62,7 @@ _ENFORCED = frozenset(
         "format",
         "minLength",
         "maxLength",
+        *NUMERIC_KEYWORDS,
     }
 )
 _FORMATS = frozenset({"date", "time", "date-time", "uuid", *(f"uuid{n}" for n in range(1, 6))})
@@ -89,6 +91,9 @@ def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
         problem = _unsupported_value(keyword, value, where)
         if problem is not None:
             return problem
+    numeric = numeric_problem(schema)
+    if numeric is not None:
+        return (numeric, path or "(root)")
     return None
 
 
@@ -210,9 +215,32 @@ def _repeat(rule: str, separator: str, upto: int | None) -> str:
     return f"{rule}" + f" ({separator} {rule}" * (upto - 1) + ")?" * (upto - 1)
 
 
+_Untyped: Any = SchemaConverter  # untyped upstream code
+
+
+class _Converter(_Untyped):  # type: ignore[misc]
+    """llama-cpp-python's converter, plus numeric bounds and multipleOf (_numbers.py)."""
+
+    def visit(self, schema: Any, name: str) -> Any:
+        if isinstance(schema, dict):
+            kinds = schema.get("type")
+            if isinstance(kinds, list) and not _COMBINATORS & schema.keys():
+                # The converter turns a list of types into bare {"type": t} alternatives,
+                # losing the other keywords (bounds, lengths): keep them on each.
+                union = [{**schema, "type": kind} for kind in kinds]
+                return super().visit({"anyOf": union}, name)
+            rule = numeric_rule(schema, name or "root", self._add_rule)
+            if rule is not None:
+                rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
+                return self._add_rule(rule_name, rule)
+        return super().visit(schema, name)
+
+
+_COMBINATORS = frozenset({"$ref", "anyOf", "oneOf", "allOf", "const", "enum"})
+
+
 def _converter() -> Any:
-    make: Any = SchemaConverter  # untyped upstream code
-    return make(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    return _Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
 
 
 def _value_rule(converter: Any, schema: Mapping[str, Any] | None, name: str, url: str) -> str:

@@ -34,6 +34,7 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
+from respond.engines._calls import RepeatGuard
 from respond.engines._parsing import OutputParser
 from respond.engines._tools import visible_tools
 from respond.engines.upstream._common import (
@@ -369,13 +370,14 @@ class ChatCompletionsEngine(Engine):
         body = chat_request(
             turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
         )
+        guard = RepeatGuard()  # an exact repeat of a call in this turn is dropped
         async with self.pool.stream(
             "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
         ) as upstream:
             async for chunk in upstream.json():
                 if isinstance(chunk.get("error"), dict | str):
                     raise upstream_error(f"The upstream reported an error: {_message_of(chunk)}")
-                for delta in translator.feed(chunk):
+                for delta in guard.feed(translator.feed(chunk)):
                     yield delta
             if turn.cancel.is_set():
                 return
@@ -383,7 +385,7 @@ class ChatCompletionsEngine(Engine):
                 raise upstream_error(
                     f"The upstream {upstream.member.base_url} closed the stream before finishing."
                 )
-        for delta in translator.end():
+        for delta in guard.feed(translator.end()):
             yield delta
 
 

@@ -26,6 +26,7 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
+from respond.engines._calls import RepeatGuard
 from respond.engines._tools import visible_tools
 from respond.engines.upstream._common import (
     CallAdmission,
@@ -140,13 +141,12 @@ class ResponsesTranslator:
             self._streamed.add(item_id)
             logprobs = token_logprobs({"content": event.get("logprobs")})
             return [TextDelta(str(event.get("delta", "")), logprobs)]
-        if kind in (
-            "response.reasoning.delta",
-            "response.reasoning_text.delta",
-            "response.reasoning_summary_text.delta",
-        ):
+        if kind in ("response.reasoning.delta", "response.reasoning_text.delta"):
             self._streamed.add(item_id)
             return [ReasoningDelta(str(event.get("delta", "")))]
+        if kind == "response.reasoning_summary_text.delta":
+            self._streamed.add(item_id)
+            return [ReasoningDelta(str(event.get("delta", "")), summary=True)]
         if kind == "response.function_call_arguments.delta":
             if item_id in self._dropped:
                 return []
@@ -201,9 +201,14 @@ class ResponsesTranslator:
             text = "".join(str(p.get("text", "")) for p in item.get("content") or ())
             return [TextDelta(text)] if text else []
         if kind == "reasoning":
-            parts = item.get("content") or item.get("summary") or ()
-            text = "".join(str(p.get("text", "")) for p in parts)
-            return [ReasoningDelta(text)] if text else []
+            out: list[Delta] = []
+            text = "".join(str(p.get("text", "")) for p in item.get("content") or ())
+            if text:
+                out.append(ReasoningDelta(text))
+            summary = "".join(str(p.get("text", "")) for p in item.get("summary") or ())
+            if summary:
+                out.append(ReasoningDelta(summary, summary=True))
+            return out
         return []
 
     def _terminal(self, kind: str, response: Mapping[str, Any]) -> list[Delta]:
@@ -271,11 +276,12 @@ class ResponsesEngine(Engine):
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         translator = ResponsesTranslator(turn)
         body = responses_request(turn, model=self.upstream_model)
+        guard = RepeatGuard()  # an exact repeat of a call in this turn is dropped
         async with self.pool.stream(
             "/responses", body, affinity=affinity_keys(turn), cancel=turn.cancel
         ) as upstream:
             async for event in upstream.json():
-                for delta in translator.feed(event):
+                for delta in guard.feed(translator.feed(event)):
                     yield delta
                 if translator.finish is not None:
                     return

@@ -4,7 +4,8 @@
 //
 // provider: "openai" (@ai-sdk/openai, createOpenAI({baseURL}).responses(model)) or
 // "open-responses" (@ai-sdk/open-responses, createOpenResponses({url})).
-// case: generateText | streamText | toolCall | generateObject | outputObject | intObject.
+// case: generateText | streamText | toolCall | requiredToolCall | generateObject |
+// outputObject | intObject.
 // Prints one JSON line describing what came back; exits non-zero when the case fails.
 // tests/clients/test_ai_sdk.py runs it against the real server.
 
@@ -32,14 +33,34 @@ function check(condition, message) {
 
 const CITY = z.object({ name: z.string(), population: z.number() });
 
+// Not strict (the AI SDK's default): respond still constrains the arguments to the schema,
+// because the schema can be enforced.
 const weather = tool({
   description: "The weather in a city",
-  // strict: the server constrains the arguments to the schema (the AI SDK's default, false,
-  // leaves a small model free to write any JSON, or none).
-  strict: true,
   inputSchema: z.object({ city: z.string() }),
   execute: async ({ city }) => `Sunny in ${city}.`,
 });
+
+// zod's int() adds minimum/maximum (+-Number.MAX_SAFE_INTEGER); min/max add real bounds.
+const forecast = tool({
+  description: "The forecast for a city over some days",
+  inputSchema: z.object({ city: z.string().max(20), days: z.number().int().min(1).max(7) }),
+  execute: async ({ city, days }) => `Sunny in ${city} for ${days} days.`,
+});
+
+// Every call is valid against the tool's own schema (the SDK checks it), and ran.
+function checkCalls(result, name) {
+  const invalid = result.toolCalls.filter((call) => call.invalid);
+  check(invalid.length === 0, `invalid tool calls: ${JSON.stringify(invalid)}`);
+  check(result.toolCalls.length > 0, "no tool call");
+  check(result.toolCalls.every((call) => call.toolName === name), "called another tool");
+  check(result.finishReason === "tool-calls", `finishReason ${result.finishReason}`);
+  check(result.toolResults.length === result.toolCalls.length, "a tool did not run");
+  return {
+    toolCalls: result.toolCalls.map((c) => ({ name: c.toolName, input: c.input })),
+    warnings: result.warnings,
+  };
+}
 
 const cases = {
   async generateText() {
@@ -74,27 +95,33 @@ const cases = {
     return { text, parts: [...new Set(parts)], warnings: await result.warnings };
   },
 
+  // Parallel calls allowed (the default): exact repeats of the call end the turn.
   async toolCall() {
     const result = await generateText({
       model: model(),
       prompt: "What is the weather in Paris?",
       tools: { weather },
       toolChoice: { type: "tool", toolName: "weather" },
-      // One call (the open-responses provider has no such option; the tiny model may then
-      // repeat the call until the token limit, which the AI SDK reports as finishReason "length").
-      providerOptions: { openai: { parallelToolCalls: false } },
       maxOutputTokens: 48,
       temperature: 0,
     });
-    const valid = result.toolCalls.filter((call) => !call.invalid);
-    check(valid.length > 0, `no valid tool call in ${JSON.stringify(result.toolCalls)}`);
-    check(valid[0].toolName === "weather", `called ${valid[0].toolName}`);
-    check(typeof valid[0].input.city === "string", "city is not a string");
-    // Without parallelToolCalls: false (open-responses has no such option) the model may
-    // repeat the call until the token limit; the cut-off last call then keeps the SDK from
-    // running any, so only the first call is checked there.
-    if (provider === "openai") check(result.toolResults.length > 0, "tool did not run");
-    return { toolCalls: valid.map((c) => ({ name: c.toolName, input: c.input })) };
+    return checkCalls(result, "weather");
+  },
+
+  // toolChoice "required", a non-strict zod tool with integer bounds.
+  async requiredToolCall() {
+    const result = await generateText({
+      model: model(),
+      prompt: "What is the weather in Oslo for the next 3 days?",
+      tools: { forecast },
+      toolChoice: "required",
+      maxOutputTokens: 64,
+      temperature: 0,
+    });
+    const calls = checkCalls(result, "forecast");
+    const days = calls.toolCalls[0].input.days;
+    check(Number.isInteger(days) && days >= 1 && days <= 7, `days ${days}`);
+    return calls;
   },
 
   async generateObject() {
