@@ -18,6 +18,7 @@ from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
 from respond.protocol.errors import APIError, error_body
+from respond.protocol.limits import Limits
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import ResponseRecorder, Responses
@@ -40,6 +41,7 @@ def create_app(
     sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
+    limits: Limits | None = None,
 ) -> FastAPI:
     history = History(store)
     service = Responses(
@@ -49,6 +51,7 @@ def create_app(
         sealer=sealer,
         n_predict=n_predict,
         temperature=temperature,
+        limits=limits,
     )
     runs = Runs(service, store) if store is not None else None
 
@@ -101,7 +104,8 @@ def create_app(
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         message = "Not found." if exc.status_code == 404 else str(exc.detail)
-        return JSONResponse(error_body(message, type=kind), status_code=exc.status_code)
+        code = _HTTP_CODES.get(exc.status_code, kind)
+        return JSONResponse(error_body(message, type=kind, code=code), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -111,11 +115,27 @@ def create_app(
             f"Invalid value for '{param}': {first['msg']}.",
             type="invalid_request_error",
             param=param,
+            code="invalid_value",
         )
         return JSONResponse(body, status_code=400)
 
+    @app.exception_handler(Exception)
+    async def _server_error(_: Request, exc: Exception) -> JSONResponse:
+        # A bug, not the client's fault: still the error envelope, and logged in full.
+        log.error("unhandled error", exc_info=exc)
+        body = error_body(
+            "The server had an error processing the request.",
+            type="server_error",
+            code="server_error",
+        )
+        return JSONResponse(body, status_code=500)
+
     app.add_middleware(AccessLog)
     return app
+
+
+# Every error has a code: routing errors too.
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
 class AccessLog:
@@ -139,6 +159,9 @@ class AccessLog:
 
         try:
             await self.app(scope, receive, send_wrapper)
+        except BaseException:
+            status = status or 500  # what the client gets when nothing was sent yet
+            raise
         finally:
             tokens = scope.get("state", {}).get("tokens")
             used = f" tokens={tokens[0]}+{tokens[1]}" if tokens else ""

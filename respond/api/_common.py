@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from respond.protocol.errors import APIError, from_validation_error
 from respond.protocol.events import Event
+from respond.protocol.limits import Limits, load_json
 
 __all__ = ["KeyRing", "parse_body", "sse_frames", "tenant_of"]
 
@@ -29,14 +30,8 @@ async def parse_body(request: Request, model: type[M], *, max_bytes: int) -> M:
                 f"Request body is larger than the {max_bytes // (1024 * 1024)} MiB limit.",
                 code="request_too_large",
             )
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise APIError(
-            400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
-        ) from exc
-    if not isinstance(data, dict):
-        raise APIError(400, "The request body must be a JSON object.", code="invalid_json")
+    limits: Limits = request.app.state.responses.limits
+    data = load_json(bytes(raw), limits, "request body")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

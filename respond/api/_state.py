@@ -5,18 +5,27 @@ from __future__ import annotations
 from fastapi import Request
 
 from respond.protocol.errors import APIError
+from respond.protocol.limits import Limits, check_id
 from respond.responses.history import History
 from respond.store.base import ListQuery, Store
 
-__all__ = ["history_of", "list_query", "not_found", "store_of"]
+__all__ = ["history_of", "limits_of", "list_query", "not_found", "store_of"]
 
 
 def store_of(request: Request, kind: str, object_id: str) -> Store:
-    """The store; without one (an app made with no store) nothing is ever found."""
+    """The store; without one (an app made with no store) nothing is ever found.
+
+    `object_id` comes from the path: one no store could hold is a 400, not a store error."""
+    check_id(object_id, f"{kind}_id", limits_of(request))
     store: Store | None = request.app.state.store
     if store is None:
         raise not_found(kind, object_id)
     return store
+
+
+def limits_of(request: Request) -> Limits:
+    limits: Limits = request.app.state.responses.limits
+    return limits
 
 
 def history_of(request: Request) -> History:
@@ -53,9 +62,13 @@ def list_query(request: Request) -> ListQuery:
             param="order",
             code="invalid_value",
         )
+    after, before = params.get("after") or None, params.get("before") or None
+    for name, value in (("after", after), ("before", before)):
+        if value is not None:
+            check_id(value, name, limits_of(request))
     return ListQuery(
         limit=limit,
         order=order,  # type: ignore[arg-type]
-        after=params.get("after") or None,
-        before=params.get("before") or None,
+        after=after,
+        before=before,
     )

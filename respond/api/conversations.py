@@ -9,7 +9,8 @@ from fastapi.responses import JSONResponse
 
 from respond._ids import new_id
 from respond.api._common import parse_body, tenant_of
-from respond.api._state import history_of, list_query, not_found, store_of
+from respond.api._state import history_of, limits_of, list_query, not_found, store_of
+from respond.protocol.limits import check_id
 from respond.protocol.state import (
     ConversationCreateBody,
     ConversationItemsBody,
@@ -97,6 +98,7 @@ async def list_items(request: Request, conversation_id: str) -> JSONResponse:
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
+    check_id(item_id, "item_id", limits_of(request))
     item = await store.get_conversation_item(tenant, conversation_id, item_id)
     if item is None:
         raise await _missing(request, tenant, conversation_id, item_id)
@@ -107,6 +109,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
+    check_id(item_id, "item_id", limits_of(request))
     if not await store.delete_conversation_item(tenant, conversation_id, item_id):
         raise await _missing(request, tenant, conversation_id, item_id)
     conversation = await store.get_conversation(tenant, conversation_id)

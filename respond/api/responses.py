@@ -145,14 +145,19 @@ def _starting_after(raw: str | None) -> int:
     if raw is None:
         return -1
     try:
-        return int(raw)
+        after = int(raw) if len(raw) <= 20 else None
     except ValueError:
+        after = None
+    # A sequence number: stores keep it in a 32-bit column, so a larger one is no number.
+    if after is None or not -1 <= after < 2**31:
         raise APIError(
             400,
-            f"Invalid 'starting_after': {raw!r}; expected an integer sequence number.",
+            f"Invalid 'starting_after': {raw[:40]!r}; expected an integer sequence number "
+            f"from -1 to {2**31 - 1}.",
             param="starting_after",
             code="invalid_value",
-        ) from None
+        )
+    return after
 
 
 async def _json_frames(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:

@@ -7,6 +7,7 @@ and stored records from them. `respond.testing` ships a scripted fake engine to 
 from respond.engines._base import (
     ChatMessage,
     ChatTurn,
+    ConstraintError,
     ContextOverflowError,
     Delta,
     Engine,
@@ -30,6 +31,7 @@ from respond.engines._base import (
 __all__ = [
     "ChatMessage",
     "ChatTurn",
+    "ConstraintError",
     "ContextOverflowError",
     "Delta",
     "Engine",

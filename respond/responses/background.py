@@ -93,10 +93,14 @@ class Runs:
             flushed = time.monotonic()
             async for event in events:
                 fold.apply(event)
+                if event.type in TERMINAL_EVENTS:
+                    break  # the run stored itself in full before yielding its terminal event
                 pending.append(event)
                 # A status change is stored at once: pollers see in_progress right away.
-                status = isinstance(event, ev.ResponseInProgress) or event.type in TERMINAL_EVENTS
-                if status or time.monotonic() - flushed >= FLUSH_SECONDS:
+                if (
+                    isinstance(event, ev.ResponseInProgress)
+                    or time.monotonic() - flushed >= FLUSH_SECONDS
+                ):
                     pending, cancelled = await self._flush(run, fold, pending)
                     flushed = time.monotonic()
                     if cancelled:  # asked on a replica whose signal did not reach us

@@ -20,6 +20,7 @@ from respond._ids import new_id
 from respond.engines._base import (
     ChatMessage,
     ChatTurn,
+    ConstraintError,
     ContextOverflowError,
     Engine,
     EngineError,
@@ -27,6 +28,7 @@ from respond.engines._base import (
 )
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
+from respond.protocol.limits import Limits
 from respond.protocol.requests import (
     CreateResponseBody,
     InputItem,
@@ -37,6 +39,7 @@ from respond.protocol.resource import ReasoningConfig, ResponseResource, TextCon
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History
+from respond.responses.limits import check_request
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
@@ -97,6 +100,7 @@ class Responses:
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
+        limits: Limits | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -109,6 +113,7 @@ class Responses:
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+        self.limits = limits or Limits()
 
     # ------------------------------------------------------------ preparing
 
@@ -140,6 +145,7 @@ class Responses:
         previous_response_id is then not looked up in the store.
         """
         engine, turn, context = await self.assemble(body, tenant, remembered)
+        await self._prepare_turn(body, engine, turn)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
@@ -163,6 +169,7 @@ class Responses:
         remembered: Sequence[InputItem] | None = None,
     ) -> tuple[Engine, ChatTurn, Context]:
         """The engine and the turn a body asks for, with stored history in front of its input."""
+        check_request(body, self.limits)
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
@@ -214,23 +221,48 @@ class Responses:
     def _temperature(self, body: CreateResponseBody) -> float:
         return self.temperature if body.temperature is None else body.temperature
 
+    async def _prepare_turn(self, body: CreateResponseBody, engine: Engine, turn: ChatTurn) -> None:
+        """The engine's prepare-time work (grammars): what it cannot build is a 400 now."""
+        try:
+            await engine.prepare(turn)
+        except ConstraintError as exc:
+            raise APIError(
+                400, exc.message, param=_constraint_param(body, exc), code=exc.code
+            ) from exc
+        except EngineError as exc:
+            raise APIError(exc.status, exc.message, code=exc.code) from exc
+
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
-        """Make the prompt fit the context window, or explain by how much it does not."""
+        """Make the prompt fit the context window, or explain by how much it does not.
+
+        With truncation "auto" the oldest items are dropped: how many is found by a binary
+        search, so a long history costs O(log n) tokenizations, not one per dropped item.
+        """
         window = engine.info.context_window
         if window is None:
             return
-        while True:
+        tokens = await engine.count_tokens(turn)
+        if tokens < window:
+            return
+        droppable = sum(m.role != "system" for m in turn.messages) - 1  # keep the newest
+        if truncation != "auto" or droppable < 1:
+            overflow = ContextOverflowError(tokens, window)
+            raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+        messages = turn.messages
+        fits: list[ChatMessage] | None = None
+        low, high = 1, droppable  # invariant: dropping fewer than `low` does not fit
+        while low <= high:
+            middle = (low + high) // 2
+            turn.messages = _without_oldest(messages, middle)
             tokens = await engine.count_tokens(turn)
             if tokens < window:
-                return
-            droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
-            if truncation != "auto" or len(droppable) <= 1:
-                overflow = ContextOverflowError(tokens, window)
-                raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
-            del turn.messages[droppable[0]]
-            # A tool result must not lead the context without the call it answers.
-            while len(turn.messages) > 1 and turn.messages[droppable[0]].role == "tool":
-                del turn.messages[droppable[0]]
+                fits, high = turn.messages, middle - 1
+            else:
+                low = middle + 1
+        if fits is None:
+            overflow = ContextOverflowError(tokens, window)
+            raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+        turn.messages = fits
 
     def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
         text = TextConfig(
@@ -278,6 +310,7 @@ class Responses:
         builder = EventBuilder(
             run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
         )
+        recorded = False
         try:
             for event in builder.start():
                 yield event
@@ -301,16 +334,23 @@ class Responses:
             except Exception as exc:
                 log.exception("run %s failed", run.resource.id)
                 ending = builder.fail("server_error", f"The server had an error: {exc}")
-            for event in ending:
+            for event in ending[:-1]:
                 yield event
-        finally:
-            if not builder.ended:
-                # The consumer left (client disconnect): generation has stopped; keep
-                # what was produced, marked cancelled, without yielding more.
-                run.turn.cancel.set()
-                builder.cancel()
+            # Stored before done: a client that has seen the terminal event may at once
+            # GET the response, chain on it or start the next turn, on any replica.
+            recorded = True
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
+            yield ending[-1]
+        finally:
+            if not recorded:
+                if not builder.ended:
+                    # The consumer left (client disconnect): generation has stopped; keep
+                    # what was produced, marked cancelled, without yielding more.
+                    run.turn.cancel.set()
+                    builder.cancel()
+                with anyio.CancelScope(shield=True):
+                    await self._record(run, builder)
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
         if self.recorder is None or not run.resource.store:
@@ -319,6 +359,40 @@ class Responses:
             await self.recorder.record(run, builder.response, builder.events)
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _without_oldest(messages: list[ChatMessage], count: int) -> list[ChatMessage]:
+    """`messages` less the `count` oldest non-system ones, and any tool results that would
+    then lead the context without the call they answer."""
+    kept: list[ChatMessage] = []
+    dropped = 0
+    leading = True  # no non-system message kept yet
+    for index, message in enumerate(messages):
+        last = index == len(messages) - 1
+        if message.role == "system":
+            kept.append(message)
+        elif not last and (dropped < count or (leading and message.role == "tool")):
+            dropped += 1
+        else:
+            kept.append(message)
+            leading = False
+    return kept
+
+
+def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
+    """The field a schema the engine refused came from."""
+    if exc.tool is None:
+        return (
+            "text.format.schema" if isinstance(body.text.format, TextFormatJsonSchema) else "tools"
+        )
+    for index, tool in enumerate(body.tools):
+        if tool.get("name") == exc.tool:
+            return (
+                f"tools[{index}].format"
+                if tool.get("type") == "custom"
+                else f"tools[{index}].parameters"
+            )
+    return "tools"
 
 
 def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
