@@ -4,6 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# llama-cpp-python is compiled once per machine into a wheelhouse of our own. Not with
+# -march=native: on CPUs that advertise AMX to a VM that does not grant it, ggml's AMX kernels
+# die with SIGILL. x86-64 builds target AVX2/FMA/F16C (x86-64-v3) instead.
+LLAMA_CPP := llama-cpp-python==0.3.36
+ARCH := $(shell uname -m)
+ifeq ($(ARCH),x86_64)
+LLAMA_FLAVOR := x86-64-v3
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+else
+LLAMA_FLAVOR := $(ARCH)-generic
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+endif
+WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
+
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 
@@ -12,9 +26,12 @@ NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
+	@if ! ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo ">>> compiling llama-cpp-python once for this machine ($(LLAMA_FLAVOR); about 6 minutes on 2 cores)"; \
+	  mkdir -p $(WHEELHOUSE) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel \
+	    --no-deps --no-cache-dir -w $(WHEELHOUSE) '$(LLAMA_CPP)'; fi
 	@echo ">>> installing respond and its dependencies into $(VENV)"
-	@echo ">>> llama-cpp-python is compiled from source the first time (about 6 minutes on 2 cores; cached by pip afterwards)"
-	@$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	@$(BIN)/python -m pip install --progress-bar on --find-links $(WHEELHOUSE) -e '.[dev]'
 	@touch $@
 
 install: $(STAMP)
