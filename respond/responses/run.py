@@ -38,7 +38,7 @@ from respond.protocol.requests import (
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
-from respond.responses.history import Context, History
+from respond.responses.history import Context, History, still_running
 from respond.responses.limits import check_request
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
@@ -114,6 +114,7 @@ class Responses:
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
         self.limits = limits or Limits()
+        self._running: set[str] = set()  # ids of the runs this process is streaming now
 
     # ------------------------------------------------------------ preparing
 
@@ -173,6 +174,8 @@ class Responses:
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
+        if body.previous_response_id in self._running and remembered is None:
+            raise still_running(body.previous_response_id)
         context = await self.history.context(body, tenant, remembered=remembered)
         context.new = open_reasoning(context.new, self.sealer)
         check_call_ids(context.items, new_from=len(context.history))
@@ -311,6 +314,7 @@ class Responses:
             run.resource, seal_reasoning=seal, custom_tools=custom_tool_names(run.body)
         )
         recorded = False
+        self._running.add(run.resource.id)
         try:
             for event in builder.start():
                 yield event
@@ -341,8 +345,10 @@ class Responses:
             recorded = True
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
+            self._running.discard(run.resource.id)
             yield ending[-1]
         finally:
+            self._running.discard(run.resource.id)
             if not recorded:
                 if not builder.ended:
                     # The consumer left (client disconnect): generation has stopped; keep

@@ -45,6 +45,7 @@ from respond.engines.llamacpp._template import (
     message_dicts,
     tool_dicts,
 )
+from respond.engines.llamacpp._tokens import SpecialSplitter
 
 __all__ = ["LlamaCppEngine", "bundled_model_path"]
 
@@ -95,6 +96,7 @@ class LlamaCppEngine(Engine):
         )
         self._llm: Any = None
         self._template: ChatTemplate | None = None
+        self._splitter: SpecialSplitter | None = None
         self._loaded = threading.Event()
         self.load_error: str | None = None
         self._lock: asyncio.Lock | None = None
@@ -123,6 +125,7 @@ class LlamaCppEngine(Engine):
                 seed=self.seed if self.seed is not None else 0xFFFFFFFF,
                 verbose=False,
             )
+            self._splitter = SpecialSplitter(self._llm)
             metadata: dict[str, str] = self._llm.metadata
             self._template = ChatTemplate(
                 metadata.get("tokenizer.chat_template"),
@@ -176,8 +179,8 @@ class LlamaCppEngine(Engine):
         # Templates that write the BOS themselves must not get a second one.
         add_bos = bool(template.bos_token) and not text.startswith(template.bos_token)
         add_bos = add_bos and self._llm._model.add_bos_token()
-        tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
-        return tokens
+        assert self._splitter is not None
+        return self._splitter.tokenize(text, add_bos=add_bos)
 
     async def count_tokens(self, turn: ChatTurn) -> int:
         self._require_ready()
