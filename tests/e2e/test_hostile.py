@@ -163,9 +163,7 @@ def _messages(count: int) -> list[dict[str, str]]:
 
 def test_health_answers_while_a_large_prompt_is_counted(server: Server) -> None:
     """10,000 one-word messages (the most input items allowed) froze everything before."""
-    status, slowest = _health_while(
-        server, {"input": _messages(10_000)}, "responses/input_tokens"
-    )
+    status, slowest = _health_while(server, {"input": _messages(10_000)}, "responses/input_tokens")
     assert status == 200
     assert slowest < 1.0, f"/health took {slowest:.2f}s while tokenizing"
 
@@ -241,11 +239,8 @@ def _stored_at_once(server: Server) -> None:
         got = httpx.get(f"{server.base_url}/responses/{response['id']}", timeout=30)
         assert got.status_code == 200, got.text
         assert got.json()["status"] == response["status"]
-        chained = httpx.post(
-            f"{server.base_url}/responses",
-            json={"input": "Again.", "previous_response_id": response["id"], "max_output_tokens": 2},
-            timeout=120,
-        )
+        again = {"input": "Again.", "previous_response_id": response["id"], "max_output_tokens": 2}
+        chained = httpx.post(f"{server.base_url}/responses", json=again, timeout=120)
         assert chained.status_code == 200, chained.text
 
 
