@@ -38,9 +38,30 @@ class ChatBody(WireIn):
     response_format: dict[str, Any] | None = None
 
 
+def _check_shape(raw: dict[str, Any], where: str) -> None:
+    """Content parts and tool calls are objects (a malformed message is a 400, not a crash)."""
+    content = raw.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise _malformed(f"{where}.content", "a string or a list of content parts")
+    for index, part in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(part, dict):
+            raise _malformed(f"{where}.content[{index}]", "a content part object")
+    calls = raw.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise _malformed(f"{where}.tool_calls", "a list of tool calls")
+    for index, call in enumerate(calls or []):
+        if not isinstance(call, dict) or not isinstance(call.get("function", {}), dict):
+            raise _malformed(f"{where}.tool_calls[{index}]", "a tool call with a function object")
+
+
+def _malformed(param: str, expected: str) -> APIError:
+    return APIError(400, f"Invalid value for '{param}': expected {expected}.", param=param)
+
+
 def _messages(body: ChatBody, vision: bool) -> list[d.ChatMessage]:
     out: list[d.ChatMessage] = []
     for index, raw in enumerate(body.messages):
+        _check_shape(raw, f"messages[{index}]")
         role = raw.get("role")
         if role not in ("system", "developer", "user", "assistant", "tool"):
             raise APIError(400, f"Invalid role {role!r}.", param=f"messages[{index}].role")

@@ -80,7 +80,8 @@ def _check_keywords(
     if pattern is not None:
         if not isinstance(pattern, str):
             _refuse(param, [*where, "pattern"], "a pattern must be a string", code)
-        check_regex(pattern, json_path([param, *where, "pattern"]), limits, code=code)
+        shown = json_path([param, *where, "pattern"])
+        check_regex(pattern, param, limits, code=code, shown=shown)
 
 
 def _children(node: Mapping[str, Any], where: list[str | int]) -> list[tuple[Any, list[str | int]]]:
@@ -112,29 +113,36 @@ _BACKREF = re.compile(r"\\[1-9]|\\k<")
 _BOUND = re.compile(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
 
 
-def check_regex(pattern: str, param: str, limits: Limits, *, code: str) -> None:
-    """A regex that is valid, short enough, and uses only what a grammar can enforce."""
+def check_regex(
+    pattern: str, param: str, limits: Limits, *, code: str, shown: str | None = None
+) -> None:
+    """A regex that is valid, short enough, and uses only what a grammar can enforce.
+
+    `shown`: where the regex is, for the message, when that is deeper than `param`."""
+    where = shown or param
     if len(pattern) > limits.pattern_length:
-        _bad_regex(param, f"it is longer than {limits.pattern_length} characters", code)
+        _bad_regex(param, where, f"it is longer than {limits.pattern_length} characters", code)
     try:
         re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
-        _bad_regex(param, f"it is not a valid regular expression ({exc})", code)
+        _bad_regex(param, where, f"it is not a valid regular expression ({exc})", code)
     plain = _outside_classes(pattern)
     if _GROUP_SYNTAX.search(plain):
         _bad_regex(
             param,
+            where,
             "'(?' groups (lookahead, lookbehind, named or non-capturing groups, flags) "
             "cannot be enforced by constrained decoding",
             code,
         )
     if _BACKREF.search(plain):
-        _bad_regex(param, "backreferences cannot be enforced by constrained decoding", code)
+        _bad_regex(param, where, "backreferences cannot be enforced by constrained decoding", code)
     for match in _BOUND.finditer(plain):
         for number in match.groups():
             if number and int(number) > limits.repetition:
                 _bad_regex(
                     param,
+                    where,
                     f"the bound {match.group(0)} is over the limit of {limits.repetition}",
                     code,
                 )
@@ -161,5 +169,5 @@ def _outside_classes(pattern: str) -> str:
     return "".join(out)
 
 
-def _bad_regex(param: str, why: str, code: str) -> None:
-    raise APIError(400, f"Invalid regex in '{param}': {why}.", param=param, code=code)
+def _bad_regex(param: str, where: str, why: str, code: str) -> None:
+    raise APIError(400, f"Invalid regex in '{where}': {why}.", param=param, code=code)
