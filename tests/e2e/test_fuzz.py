@@ -37,9 +37,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def api_schema(fuzzed: Server) -> Any:
-    return schemathesis.openapi.from_url(f"{fuzzed.url}/openapi.json").include(
-        path_regex=ROUTES
-    )
+    return schemathesis.openapi.from_url(f"{fuzzed.url}/openapi.json").include(path_regex=ROUTES)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")

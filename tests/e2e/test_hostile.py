@@ -110,7 +110,7 @@ def test_bounds_at_the_limit_are_answered(server: Server) -> None:
         },
         {"type": "string", "pattern": "^x{0,1000}$"},
     ):
-        reply = httpx.post(f"{server.base_url}/responses", json=_schema_body(schema), timeout=120)
+        reply = httpx.post(f"{server.base_url}/responses", json=_schema_body(schema), timeout=600)
         assert reply.status_code == 200, reply.text[:500]
         assert reply.json()["status"] in ("completed", "incomplete")
     assert_alive(server)
@@ -129,7 +129,7 @@ def test_a_custom_tool_regex_at_the_limit_is_answered(server: Server) -> None:
         ],
         "tool_choice": {"type": "custom", "name": "c"},
     }
-    reply = httpx.post(f"{server.base_url}/responses", json=body, timeout=120)
+    reply = httpx.post(f"{server.base_url}/responses", json=body, timeout=600)
     assert reply.status_code == 200, reply.text[:500]
     assert_alive(server)
 
@@ -139,22 +139,36 @@ def test_a_custom_tool_regex_at_the_limit_is_answered(server: Server) -> None:
 
 def _health_while(server: Server, request: dict[str, Any], path: str) -> tuple[int, float]:
     """(status of `request`, slowest /health answer while it ran)."""
-    outcome: list[int] = []
+    outcome: list[int | BaseException] = []
 
     def send() -> None:
-        reply = httpx.post(f"{server.base_url}/{path}", json=request, timeout=300)
-        outcome.append(reply.status_code)
+        try:
+            reply = httpx.post(f"{server.base_url}/{path}", json=request, timeout=600)
+            outcome.append(reply.status_code)
+        except httpx.HTTPError as exc:
+            outcome.append(exc)
 
     worker = threading.Thread(target=send)
     worker.start()
     slowest = 0.0
-    while worker.is_alive():
-        started = time.monotonic()
-        assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
-        slowest = max(slowest, time.monotonic() - started)
-        time.sleep(0.05)
+    with httpx.Client(timeout=10) as poller:
+        while worker.is_alive():
+            started = time.monotonic()
+            assert poller.get(f"{server.url}/health").status_code == 200
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.05)
     worker.join()
+    assert isinstance(outcome[0], int), f"the request failed: {outcome[0]!r}"
     return outcome[0], slowest
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A 512-token context: truncation then keeps a short prompt, so the test measures
+    the truncation, not a long prefill."""
+    server = start_server(Path(tmp_path_factory.mktemp("small")), "--threads", "1", "-c", "512")
+    yield server
+    server.stop()
 
 
 def _messages(count: int) -> list[dict[str, str]]:
@@ -168,10 +182,10 @@ def test_health_answers_while_a_large_prompt_is_counted(server: Server) -> None:
     assert slowest < 1.0, f"/health took {slowest:.2f}s while tokenizing"
 
 
-def test_truncation_auto_of_a_long_history_does_not_freeze(server: Server) -> None:
+def test_truncation_auto_of_a_long_history_does_not_freeze(small: Server) -> None:
     """1,400 messages with truncation "auto" (42 KB) froze the server for two minutes."""
     request = {"input": _messages(1400), "truncation": "auto", "max_output_tokens": 2}
-    status, slowest = _health_while(server, request, "responses")
+    status, slowest = _health_while(small, request, "responses")
     assert status == 200
     assert slowest < 1.0, f"/health took {slowest:.2f}s while truncating"
 
@@ -187,36 +201,36 @@ def _peak_rss_mb(server: Server) -> float:
     raise AssertionError("no VmHWM in /proc status")
 
 
-def test_the_worst_allowed_request_stays_under_the_memory_ceiling(tmp_path: Path) -> None:
+def test_the_worst_allowed_request_stays_under_the_memory_ceiling(small: Server) -> None:
     """The most input items and tools allowed, each tool with schemas at the bounds: the
     process stays under MEMORY_CEILING_MB and /health answers within a second."""
-    server = start_server(tmp_path, "--threads", "1")
-    try:
-        string = {"type": "string", "maxLength": 1000, "pattern": "^[a-z]{0,1000}$"}
-        array = {"type": "array", "items": {"type": "integer"}, "maxItems": 1000}
-        parameters = {
-            "type": "object",
-            "properties": {"s": string, "xs": array},
-            "required": ["s", "xs"],
-        }
-        tools = [
-            {"type": "function", "name": f"f{i}", "parameters": parameters, "strict": True}
-            for i in range(128)
-        ]
-        request = {
-            "input": _messages(10_000),
-            "tools": tools,
-            "tool_choice": "required",
-            "truncation": "auto",
-            "max_output_tokens": 2,
-        }
-        status, slowest = _health_while(server, request, "responses")
-        assert status in (200, 400)  # 400: the grammar of all 128 tools is over its limit
-        assert slowest < 1.0, f"/health took {slowest:.2f}s"
-        assert _peak_rss_mb(server) < MEMORY_CEILING_MB
-        assert_alive(server)
-    finally:
-        server.stop()
+    server = small
+    string = {"type": "string", "maxLength": 1000, "pattern": "^[a-z]{0,1000}$"}
+    array = {"type": "array", "items": {"type": "integer"}, "maxItems": 1000}
+    parameters = {
+        "type": "object",
+        "properties": {"s": string, "xs": array},
+        "required": ["s", "xs"],
+    }
+    # Seven tools at the bounds make a grammar just under its 256 KiB limit; the rest of
+    # the 128 allowed are small.
+    light = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tools = [
+        {"type": "function", "name": f"f{i}", "parameters": parameters if i < 7 else light}
+        for i in range(128)
+    ]
+    request = {
+        "input": _messages(10_000),
+        "tools": tools,
+        "tool_choice": "required",
+        "truncation": "auto",
+        "max_output_tokens": 2,
+    }
+    status, slowest = _health_while(server, request, "responses")
+    assert status == 200
+    assert slowest < 1.0, f"/health took {slowest:.2f}s"
+    assert _peak_rss_mb(server) < MEMORY_CEILING_MB
+    assert_alive(server)
 
 
 # ---------------------------------------------------------------- stored before done
@@ -224,7 +238,7 @@ def test_the_worst_allowed_request_stays_under_the_memory_ceiling(tmp_path: Path
 
 def _stream_until_terminal(server: Server, body: dict[str, Any]) -> dict[str, Any]:
     with httpx.stream(
-        "POST", f"{server.base_url}/responses", json={**body, "stream": True}, timeout=120
+        "POST", f"{server.base_url}/responses", json={**body, "stream": True}, timeout=600
     ) as reply:
         for event in read_events(reply):
             if event["type"] in TERMINAL:
@@ -240,7 +254,7 @@ def _stored_at_once(server: Server) -> None:
         assert got.status_code == 200, got.text
         assert got.json()["status"] == response["status"]
         again = {"input": "Again.", "previous_response_id": response["id"], "max_output_tokens": 2}
-        chained = httpx.post(f"{server.base_url}/responses", json=again, timeout=120)
+        chained = httpx.post(f"{server.base_url}/responses", json=again, timeout=600)
         assert chained.status_code == 200, chained.text
 
 
@@ -288,7 +302,7 @@ def test_next_websocket_turn_right_after_the_terminal_event(server: Server) -> N
 
 def test_chaining_on_a_response_in_progress_is_a_400(server: Server) -> None:
     body = {"input": "Write a long story about a dragon.", "max_output_tokens": 400, "stream": True}
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=120) as reply:
+    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=600) as reply:
         events = read_events(reply)
         created = next(events)
         assert created["type"] == "response.created"
