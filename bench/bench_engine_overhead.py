@@ -20,7 +20,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from respond.engines._base import ChatMessage, ChatTurn
+from respond.engines import ChatMessage, ChatTurn
 from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
 from tests.support.server import start_server
 

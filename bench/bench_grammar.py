@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from respond.engines._base import ChatMessage, ChatTurn, Sampling, TextDelta, Usage
+from respond.engines import ChatMessage, ChatTurn, Sampling, TextDelta, Usage
 from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
 from respond.engines.llamacpp._grammar import output_grammar
 

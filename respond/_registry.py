@@ -11,7 +11,7 @@ import httpx
 
 from respond._config import Settings, Timeouts
 from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, load_config
-from respond.engines._base import Engine
+from respond.engines import Engine
 from respond.engines.upstream import (
     ChatCompletionsEngine,
     ChatOptions,

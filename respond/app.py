@@ -7,17 +7,20 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from respond._version import __version__
 from respond.api import chat, conversations, models, responses, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
-from respond.protocol.errors import APIError, error_body
+from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.limits import Limits
 from respond.responses.background import Runs
 from respond.responses.history import History
@@ -82,7 +85,15 @@ def create_app(
             await runs.shutdown()
             await store.close()
 
-    app = FastAPI(title="respond", docs_url=None, redoc_url=None, lifespan=lifespan)
+    # The docs pages' scripts are served by respond itself (fastapi-offline): no CDN.
+    app = FastAPIOffline(
+        title="respond",
+        version=__version__,
+        summary="The OpenAI Responses API (Open Responses) for local and self-hosted models.",
+        docs_url="/docs",
+        redoc_url="/redoc",
+        lifespan=lifespan,
+    )
     app.state.responses = service
     app.state.runs = runs
     app.state.keys = keys or KeyRing()
@@ -109,15 +120,7 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"][1:]) or None
-        body = error_body(
-            f"Invalid value for '{param}': {first['msg']}.",
-            type="invalid_request_error",
-            param=param,
-            code="invalid_value",
-        )
-        return JSONResponse(body, status_code=400)
+        return JSONResponse(*_request_error(exc))
 
     @app.exception_handler(Exception)
     async def _server_error(_: Request, exc: Exception) -> JSONResponse:
@@ -136,6 +139,22 @@ def create_app(
 
 # Every error has a code: routing errors too.
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def _request_error(exc: RequestValidationError) -> tuple[dict[str, Any], int]:
+    """A typed body's errors (located under "body") or a query parameter's, as one 400."""
+    errors = exc.errors()
+    where = errors[0]["loc"][0] if errors and errors[0]["loc"] else "body"
+    if where == "body":
+        located = [{**e, "loc": tuple(e["loc"])[1:]} for e in errors]
+        error = from_error_list(located, exc.body if exc.body is not None else {})
+    else:
+        first = errors[0]
+        param = ".".join(str(part) for part in first["loc"][1:]) or None
+        error = APIError(
+            400, f"Invalid value for '{param}': {first['msg']}.", param=param, code="invalid_value"
+        )
+    return error.body(), error.status
 
 
 class AccessLog:

@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
-from respond.protocol.errors import APIError, from_validation_error
+from respond.protocol.errors import APIError
 from respond.protocol.events import Event
 from respond.protocol.limits import Limits, load_json
 
-__all__ = ["KeyRing", "parse_body", "sse_frames", "tenant_of"]
-
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["JSONRoute", "KeyRing", "sse_frames", "tenant_of"]
 
 
-async def parse_body(request: Request, model: type[M], *, max_bytes: int) -> M:
+class JSONRoute(APIRoute):
+    """A route whose typed body FastAPI validates, read by respond's rules first.
+
+    The body is read under the size limit (413) and parsed as JSON whatever the
+    Content-Type says (curl -d sends form-urlencoded; llama-server accepts that too), so
+    FastAPI's own parsing only ever sees a JSON object. Its validation errors become the
+    OpenAI envelope with `param` in app.py.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+        if self.body_field is None:  # e.g. POST .../cancel: nothing to read
+            return handle
+
+        async def read_then_handle(request: Request) -> Response:
+            await _read_json(request, max_bytes=request.app.state.max_body_bytes)
+            return await handle(request)
+
+        return read_then_handle
+
+
+async def _read_json(request: Request, *, max_bytes: int) -> None:
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
@@ -32,10 +52,11 @@ async def parse_body(request: Request, model: type[M], *, max_bytes: int) -> M:
             )
     limits: Limits = request.app.state.responses.limits
     data = load_json(bytes(raw), limits, "request body")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, data) from exc
+    # Hand FastAPI the parsed body (Starlette caches both), declared as the JSON it is.
+    request._body = bytes(raw)
+    request._json = data
+    headers = [(k, v) for k, v in request.scope["headers"] if k != b"content-type"]
+    request.scope["headers"] = [*headers, (b"content-type", b"application/json")]
 
 
 @dataclass(frozen=True)

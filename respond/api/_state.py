@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated, Literal
+
+from fastapi import Depends, Query, Request
 
 from respond.protocol.errors import APIError
 from respond.protocol.limits import Limits, check_id
 from respond.responses.history import History
 from respond.store.base import ListQuery, Store
 
-__all__ = ["history_of", "limits_of", "list_query", "not_found", "store_of"]
+__all__ = ["ListParams", "history_of", "limits_of", "not_found", "store_of"]
 
 
 def store_of(request: Request, kind: str, object_id: str) -> Store:
@@ -39,36 +41,18 @@ def not_found(kind: str, object_id: str, param: str | None = None) -> APIError:
     return APIError(404, f"{label} with id '{object_id}' not found.", param=param, code=code)
 
 
-def list_query(request: Request) -> ListQuery:
-    """limit (1-100, default 20), order (asc|desc, default desc), after, before."""
-    params = request.query_params
-    raw_limit = params.get("limit", "20")
-    try:
-        limit = int(raw_limit)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise APIError(
-            400,
-            f"Invalid 'limit': {raw_limit!r}; expected an integer from 1 to 100.",
-            param="limit",
-            code="invalid_value",
-        )
-    order = params.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise APIError(
-            400,
-            f"Invalid 'order': {order!r}; expected 'asc' or 'desc'.",
-            param="order",
-            code="invalid_value",
-        )
-    after, before = params.get("after") or None, params.get("before") or None
+def _list_query(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size, 1-100.")] = 20,
+    order: Annotated[Literal["asc", "desc"], Query(description="By position.")] = "desc",
+    after: Annotated[str | None, Query(max_length=256, description="An item id.")] = None,
+    before: Annotated[str | None, Query(max_length=256, description="An item id.")] = None,
+) -> ListQuery:
+    """Cursor pagination as OpenAI does it; FastAPI validates (and documents) each value."""
     for name, value in (("after", after), ("before", before)):
-        if value is not None:
-            check_id(value, name, limits_of(request))
-    return ListQuery(
-        limit=limit,
-        order=order,  # type: ignore[arg-type]
-        after=after,
-        before=before,
-    )
+        if value:
+            check_id(value, name, limits_of(request))  # no NUL or bad Unicode reaches a store
+    return ListQuery(limit=limit, order=order, after=after or None, before=before or None)
+
+
+ListParams = Annotated[ListQuery, Depends(_list_query)]

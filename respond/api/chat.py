@@ -12,13 +12,14 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import Field
 
 from respond._ids import new_id
-from respond.api._common import parse_body, sse_frame, tenant_of
+from respond.api._common import JSONRoute, sse_frame, tenant_of
+from respond.api._docs import ERRORS, SSE
 from respond.engines import _base as d
 from respond.protocol._base import WireIn
 from respond.protocol.errors import APIError
 from respond.responses.run import Responses
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute, tags=["chat"])
 
 
 class ChatBody(WireIn):
@@ -139,10 +140,13 @@ def _turn(body: ChatBody, engine: d.Engine) -> d.ChatTurn:
     )
 
 
-@router.post("/v1/chat/completions")
-async def chat_completions(request: Request) -> Response:
+@router.post(
+    "/v1/chat/completions",
+    responses={200: {"content": SSE, "description": "A chat.completion, or chunks"}, **ERRORS},
+)
+async def chat_completions(request: Request, body: ChatBody) -> Response:
+    """Chat Completions from the same engines (JSON, or SSE chunks with `stream: true`)."""
     tenant_of(request)
-    body = await parse_body(request, ChatBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     engine = service.engine_for(body.model)
     if not engine.ready:

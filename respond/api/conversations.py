@@ -8,27 +8,29 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from respond._ids import new_id
-from respond.api._common import parse_body, tenant_of
-from respond.api._state import history_of, limits_of, list_query, not_found, store_of
+from respond.api._common import JSONRoute, tenant_of
+from respond.api._docs import ERRORS
+from respond.api._state import ListParams, history_of, limits_of, not_found, store_of
 from respond.protocol.limits import check_id
 from respond.protocol.state import (
+    Conversation,
     ConversationCreateBody,
     ConversationItemsBody,
+    Deleted,
+    ItemList,
     MetadataBody,
     deleted,
 )
 from respond.store.base import Page
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute, tags=["conversations"])
 
 KIND = "conversation"
 
 
-@router.post("/v1/conversations")
-async def create_conversation(request: Request) -> JSONResponse:
+@router.post("/v1/conversations", response_model=Conversation, responses=ERRORS)
+async def create_conversation(request: Request, body: ConversationCreateBody) -> JSONResponse:
     tenant = tenant_of(request)
-    max_bytes = request.app.state.max_body_bytes
-    body = await parse_body(request, ConversationCreateBody, max_bytes=max_bytes)
     conversation_id = new_id("conv")
     conversation = {
         "id": conversation_id,
@@ -42,7 +44,7 @@ async def create_conversation(request: Request) -> JSONResponse:
     return JSONResponse(conversation)
 
 
-@router.get("/v1/conversations/{conversation_id}")
+@router.get("/v1/conversations/{conversation_id}", response_model=Conversation, responses=ERRORS)
 async def retrieve_conversation(request: Request, conversation_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
@@ -52,10 +54,11 @@ async def retrieve_conversation(request: Request, conversation_id: str) -> JSONR
     return JSONResponse(conversation)
 
 
-@router.post("/v1/conversations/{conversation_id}")
-async def update_conversation(request: Request, conversation_id: str) -> JSONResponse:
+@router.post("/v1/conversations/{conversation_id}", response_model=Conversation, responses=ERRORS)
+async def update_conversation(
+    request: Request, conversation_id: str, body: MetadataBody
+) -> JSONResponse:
     tenant = tenant_of(request)
-    body = await parse_body(request, MetadataBody, max_bytes=request.app.state.max_body_bytes)
     store = store_of(request, KIND, conversation_id)
     conversation = await store.update_conversation(tenant, conversation_id, body.metadata)
     if conversation is None:
@@ -63,7 +66,7 @@ async def update_conversation(request: Request, conversation_id: str) -> JSONRes
     return JSONResponse(conversation)
 
 
-@router.delete("/v1/conversations/{conversation_id}")
+@router.delete("/v1/conversations/{conversation_id}", response_model=Deleted, responses=ERRORS)
 async def delete_conversation(request: Request, conversation_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
@@ -72,11 +75,11 @@ async def delete_conversation(request: Request, conversation_id: str) -> JSONRes
     return JSONResponse(deleted(conversation_id, KIND))
 
 
-@router.post("/v1/conversations/{conversation_id}/items")
-async def create_items(request: Request, conversation_id: str) -> JSONResponse:
+@router.post("/v1/conversations/{conversation_id}/items", response_model=ItemList, responses=ERRORS)
+async def create_items(
+    request: Request, conversation_id: str, body: ConversationItemsBody
+) -> JSONResponse:
     tenant = tenant_of(request)
-    max_bytes = request.app.state.max_body_bytes
-    body = await parse_body(request, ConversationItemsBody, max_bytes=max_bytes)
     store = store_of(request, KIND, conversation_id)
     items = await history_of(request).resolve(body.items, tenant)
     if not await store.add_conversation_items(tenant, conversation_id, items):
@@ -84,17 +87,17 @@ async def create_items(request: Request, conversation_id: str) -> JSONResponse:
     return JSONResponse(Page(data=items).wire())
 
 
-@router.get("/v1/conversations/{conversation_id}/items")
-async def list_items(request: Request, conversation_id: str) -> JSONResponse:
+@router.get("/v1/conversations/{conversation_id}/items", response_model=ItemList, responses=ERRORS)
+async def list_items(request: Request, conversation_id: str, query: ListParams) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
-    page = await store.list_items(tenant, "conversation", conversation_id, list_query(request))
+    page = await store.list_items(tenant, "conversation", conversation_id, query)
     if page is None:
         raise not_found(KIND, conversation_id)
     return JSONResponse(page.wire())
 
 
-@router.get("/v1/conversations/{conversation_id}/items/{item_id}")
+@router.get("/v1/conversations/{conversation_id}/items/{item_id}", responses=ERRORS)
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
@@ -105,7 +108,11 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
     return JSONResponse(item)
 
 
-@router.delete("/v1/conversations/{conversation_id}/items/{item_id}")
+@router.delete(
+    "/v1/conversations/{conversation_id}/items/{item_id}",
+    response_model=Conversation,
+    responses=ERRORS,
+)
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)

@@ -48,7 +48,7 @@ async def health(request: Request) -> JSONResponse:
     service: Responses = request.app.state.responses
     for engine in service.engines.values():
         if not engine.ready:
-            failed = getattr(engine, "load_error", None)
+            failed = engine.load_error
             message = failed or f"Model '{engine.info.id}' is loading."
             body = error_body(
                 message,

@@ -3,34 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive
 
-from respond.api._common import parse_body, sse_frame, sse_frames, tenant_of
-from respond.api._state import list_query, not_found, store_of
+from respond.api._common import JSONRoute, sse_frame, sse_frames, tenant_of
+from respond.api._docs import ERRORS, json_or_sse
+from respond.api._state import ListParams, not_found, store_of
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ResponseResource
-from respond.protocol.state import CompactBody, deleted
+from respond.protocol.state import (
+    CompactBody,
+    CompactResource,
+    Deleted,
+    InputTokens,
+    ItemList,
+    deleted,
+)
 from respond.responses.background import Runs
 from respond.responses.compaction import compact
 from respond.responses.replay import follow
 from respond.responses.run import PreparedRun, Responses
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute, tags=["responses"])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-@router.post("/v1/responses")
-async def create_response(request: Request) -> Response:
+@router.post("/v1/responses", responses={**json_or_sse(ResponseResource), **ERRORS})
+async def create_response(request: Request, body: CreateResponseBody) -> Response:
+    """Create a response: JSON, or Server-Sent Events with `stream: true`."""
     tenant = tenant_of(request)
-    body = await parse_body(request, CreateResponseBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     run = await service.prepare(body, tenant=tenant)
     if body.background:
@@ -104,29 +112,34 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
 # ---------------------------------------------------------------- stored responses
 
 
-@router.post("/v1/responses/input_tokens")
-async def count_input_tokens(request: Request) -> JSONResponse:
+@router.post("/v1/responses/input_tokens", response_model=InputTokens, responses=ERRORS)
+async def count_input_tokens(request: Request, body: CreateResponseBody) -> JSONResponse:
+    """How many input tokens the request would cost (history and template included)."""
     tenant = tenant_of(request)
-    body = await parse_body(request, CreateResponseBody, max_bytes=request.app.state.max_body_bytes)
     service: Responses = request.app.state.responses
     tokens = await service.count_input_tokens(body, tenant)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
 
 
-@router.post("/v1/responses/compact")
-async def compact_response(request: Request) -> JSONResponse:
+@router.post("/v1/responses/compact", response_model=CompactResource, responses=ERRORS)
+async def compact_response(request: Request, body: CompactBody) -> JSONResponse:
+    """The whole context of a turn, sealed into one `compaction` item."""
     tenant = tenant_of(request)
-    body = await parse_body(request, CompactBody, max_bytes=request.app.state.max_body_bytes)
     return JSONResponse(await compact(request.app.state.responses, body, tenant))
 
 
-@router.get("/v1/responses/{response_id}")
-async def retrieve_response(request: Request, response_id: str) -> Response:
+@router.get("/v1/responses/{response_id}", responses={**json_or_sse(ResponseResource), **ERRORS})
+async def retrieve_response(
+    request: Request,
+    response_id: str,
+    stream: bool = False,
+    starting_after: Annotated[int, Query(ge=-1, le=2**31 - 1)] = -1,
+) -> Response:
+    """A stored response; with `stream=true`, its events after `starting_after`, then live."""
     tenant = tenant_of(request)
     store = store_of(request, "response", response_id)
-    params = request.query_params
-    if params.get("stream", "false").lower() == "true":
-        after = _starting_after(params.get("starting_after"))
+    if stream:
+        after = starting_after
         replay = await store.events_after(tenant, response_id, after)
         if replay is None:
             raise not_found("response", response_id)
@@ -141,31 +154,12 @@ async def retrieve_response(request: Request, response_id: str) -> Response:
     return JSONResponse(stored.response)
 
 
-def _starting_after(raw: str | None) -> int:
-    if raw is None:
-        return -1
-    try:
-        after = int(raw) if len(raw) <= 20 else None
-    except ValueError:
-        after = None
-    # A sequence number: stores keep it in a 32-bit column, so a larger one is no number.
-    if after is None or not -1 <= after < 2**31:
-        raise APIError(
-            400,
-            f"Invalid 'starting_after': {raw[:40]!r}; expected an integer sequence number "
-            f"from -1 to {2**31 - 1}.",
-            param="starting_after",
-            code="invalid_value",
-        )
-    return after
-
-
 async def _json_frames(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
     async for event in events:
         yield sse_frame(event, event["type"])
 
 
-@router.delete("/v1/responses/{response_id}")
+@router.delete("/v1/responses/{response_id}", response_model=Deleted, responses=ERRORS)
 async def delete_response(request: Request, response_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, "response", response_id)
@@ -174,17 +168,19 @@ async def delete_response(request: Request, response_id: str) -> JSONResponse:
     return JSONResponse(deleted(response_id, "response"))
 
 
-@router.get("/v1/responses/{response_id}/input_items")
-async def list_input_items(request: Request, response_id: str) -> JSONResponse:
+@router.get("/v1/responses/{response_id}/input_items", response_model=ItemList, responses=ERRORS)
+async def list_input_items(request: Request, response_id: str, query: ListParams) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, "response", response_id)
-    page = await store.list_items(tenant, "input", response_id, list_query(request))
+    page = await store.list_items(tenant, "input", response_id, query)
     if page is None:
         raise not_found("response", response_id)
     return JSONResponse(page.wire())
 
 
-@router.post("/v1/responses/{response_id}/cancel")
+@router.post(
+    "/v1/responses/{response_id}/cancel", response_model=ResponseResource, responses=ERRORS
+)
 async def cancel_response(request: Request, response_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     runs: Runs | None = request.app.state.runs

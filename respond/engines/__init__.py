@@ -1,7 +1,8 @@
 """The engine seam, public: every name an engine author touches.
 
-An engine turns a ChatTurn into Deltas (see `Engine.stream`); respond builds items, events
-and stored records from them. `respond.testing` ships a scripted fake engine to test with.
+An engine turns a ChatTurn into Deltas (see `Engine.stream` for the rules their order
+follows, checked by `DeltaOrder`); respond builds items, events and stored records from
+them. `respond.testing` ships scripted fake engines to test with.
 """
 
 from respond.engines._base import (
@@ -16,7 +17,9 @@ from respond.engines._base import (
     FunctionSpec,
     ModelInfo,
     ReasoningDelta,
+    Routing,
     Sampling,
+    SchemaFormat,
     TextDelta,
     TokenLogprob,
     ToolCall,
@@ -27,6 +30,8 @@ from respond.engines._base import (
     UnsupportedSchemaError,
     Usage,
 )
+from respond.engines._order import DeltaOrder
+from respond.engines._tools import visible_tools
 
 __all__ = [
     "ChatMessage",
@@ -34,13 +39,16 @@ __all__ = [
     "ConstraintError",
     "ContextOverflowError",
     "Delta",
+    "DeltaOrder",
     "Engine",
     "EngineError",
     "Finish",
     "FunctionSpec",
     "ModelInfo",
     "ReasoningDelta",
+    "Routing",
     "Sampling",
+    "SchemaFormat",
     "TextDelta",
     "TokenLogprob",
     "ToolCall",
@@ -50,4 +58,5 @@ __all__ = [
     "ToolChoice",
     "UnsupportedSchemaError",
     "Usage",
+    "visible_tools",
 ]

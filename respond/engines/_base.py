@@ -33,7 +33,9 @@ __all__ = [
     "FunctionSpec",
     "ModelInfo",
     "ReasoningDelta",
+    "Routing",
     "Sampling",
+    "SchemaFormat",
     "TextDelta",
     "TokenLogprob",
     "ToolCall",
@@ -103,6 +105,32 @@ class Sampling:
     seed: int | None = None
 
 
+@dataclass(frozen=True)
+class Routing:
+    """Which chain of turns this one belongs to, for engines in front of several servers.
+
+    An upstream pool sends a turn to the server that served its predecessors, whose prompt
+    cache holds their prefix. Engines with one model ignore it.
+    """
+
+    response_id: str | None = None  # the response this turn produces
+    previous_response_id: str | None = None
+    conversation: str | None = None  # a conversation id
+    prompt_cache_key: str | None = None
+
+
+@dataclass(frozen=True)
+class SchemaFormat:
+    """How the client named the JSON Schema in `ChatTurn.json_schema` (text.format).
+
+    Only upstreams use it: they forward it as their own json_schema format.
+    """
+
+    name: str = "output"
+    description: str | None = None
+    strict: bool | None = None  # None: the client did not say
+
+
 @dataclass
 class ChatTurn:
     """Everything an engine needs to produce one assistant turn."""
@@ -114,13 +142,13 @@ class ChatTurn:
     parallel_tool_calls: bool = True
     max_tool_calls: int | None = None
     json_schema: Mapping[str, Any] | None = None  # constrain the text to this schema
+    schema_format: SchemaFormat = field(default_factory=SchemaFormat)  # json_schema's name
     json_object: bool = False  # constrain the text to any JSON object
     sampling: Sampling = field(default_factory=Sampling)
     max_output_tokens: int | None = None
     reasoning_effort: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    # Extra per-request hints (prompt_cache_key, ...) that an engine may use or ignore.
-    hints: Mapping[str, Any] = field(default_factory=dict)
+    routing: Routing = field(default_factory=Routing)
     # What the engine's `prepare` made of this turn (a built grammar, ...); only it reads this.
     prepared: Any = None
 
@@ -263,15 +291,33 @@ class Engine(ABC):
 
     @abstractmethod
     def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
-        """Yield the deltas of one assistant turn, ending with Usage and Finish.
+        """Yield the deltas of one assistant turn.
 
-        Stop early (without raising) when ``turn.cancel`` is set. Raise EngineError
-        for failures, ContextOverflowError when the prompt cannot fit.
+        The deltas follow these rules (respond checks them as they arrive, see DeltaOrder,
+        and fails the response with an EngineError naming the rule that was broken):
+
+        1. A tool call is ToolCallStart, then any ToolCallArgumentsDelta, then ToolCallEnd:
+           arguments only inside an open call, ToolCallEnd only after a ToolCallStart.
+        2. While a call is open nothing else comes: no text, reasoning or second call
+           (calls do not nest or interleave; end one before the next item).
+        3. Usage comes at most once, after all output; only Finish may follow it.
+        4. Finish comes exactly once and is the last delta: the turn ends with it.
+
+        Text and reasoning deltas may alternate freely; each change starts a new item.
+        When ``turn.cancel`` is set, stop early without raising (the rules above still
+        hold for what was yielded, but Usage and Finish may be left out). Raise
+        EngineError for failures, ContextOverflowError when the prompt cannot fit.
         """
 
     async def count_tokens(self, turn: ChatTurn) -> int:
-        """The number of prompt tokens ``turn`` costs (its messages, tools, template)."""
-        raise NotImplementedError
+        """The number of prompt tokens ``turn`` costs (its messages, tools, template).
+
+        Default: not supported (HTTP 501). An engine that sets ``info.context_window``
+        must implement it: respond counts every prompt against the window before running.
+        """
+        raise EngineError(
+            f"The model '{self.info.id}' cannot count input tokens.", code="unsupported", status=501
+        )
 
     async def prepare(self, turn: ChatTurn) -> None:
         """Work that can fail because of the request, done before anything is streamed
@@ -288,14 +334,23 @@ class Engine(ABC):
 
     @property
     def ready(self) -> bool:
+        """False while `load` runs, and after it failed (then `load_error` says why)."""
         return True
+
+    @property
+    def load_error(self) -> str | None:
+        """Why `load` failed, for /health and error messages; None while all is well."""
+        return None
 
     async def health(self) -> list[dict[str, Any]] | None:
         """Reachability of the servers behind this engine (one dict each), if it has any."""
         return None
 
     def load(self) -> None:
-        """Blocking start-up work (loading weights); run in a thread while /health says 503."""
+        """Blocking start-up work (loading weights); run in a thread while /health says 503.
+
+        Keep a failure in `load_error` (and report not `ready`) rather than raising.
+        """
         return None
 
     async def aclose(self) -> None:

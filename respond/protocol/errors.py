@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-__all__ = ["APIError", "error_body", "from_validation_error"]
+__all__ = [
+    "APIError",
+    "ErrorBody",
+    "ErrorDetail",
+    "error_body",
+    "from_error_list",
+    "from_validation_error",
+]
 
 _TYPES = {
     400: "invalid_request_error",
@@ -60,6 +68,19 @@ class APIError(Exception):
         return error_body(self.message, type=self.type, param=self.param, code=self.code)
 
 
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """The envelope of every error answer (documented in the served OpenAPI document)."""
+
+    error: ErrorDetail
+
+
 def error_body(
     message: str, *, type: str, param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
@@ -88,11 +109,15 @@ def _param_path(loc: tuple[int | str, ...], data: Any, *, missing: bool = False)
 
 def from_validation_error(exc: ValidationError, data: Any) -> APIError:
     """Turn a pydantic error into a client-readable 400 naming the field."""
-    errors = exc.errors(include_url=False)
+    return from_error_list(exc.errors(include_url=False), data)
+
+
+def from_error_list(errors: Sequence[Mapping[str, Any]], data: Any) -> APIError:
+    """The same, from pydantic's error dicts (as FastAPI reports a typed body's errors)."""
 
     # For unions pydantic reports one error per branch; the deepest location is the
     # branch the client meant (a list of items, not the plain-string alternative).
-    def path(error: Any) -> str:
+    def path(error: Mapping[str, Any]) -> str:
         return _param_path(tuple(error["loc"]), data, missing=error["type"] == "missing")
 
     err = max(errors, key=lambda e: len(path(e)))
@@ -102,6 +127,8 @@ def from_validation_error(exc: ValidationError, data: Any) -> APIError:
         message = f"Missing required parameter: '{param}'."
     elif kind == "extra_forbidden":
         message = f"Unknown parameter: '{param}'."
+    elif param is None:
+        message = f"Invalid request body: {err['msg']}."
     else:
         message = f"Invalid value for '{param}': {err['msg']}."
     return APIError(400, message, param=param, code=_code_for(kind))

@@ -24,8 +24,11 @@ from respond.engines._base import (
     ContextOverflowError,
     Engine,
     EngineError,
+    Routing,
     Sampling,
+    SchemaFormat,
 )
+from respond.engines._order import checked
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.limits import Limits
@@ -150,7 +153,7 @@ class Responses:
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
-        turn.hints = {**turn.hints, **_routing_hints(body, resource.id)}
+        turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
         return PreparedRun(
@@ -188,10 +191,7 @@ class Responses:
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
         engine, turn, _ = await self.assemble(body, tenant)
-        try:
-            return await engine.count_tokens(turn)
-        except EngineError as exc:
-            raise APIError(exc.status, exc.message, code=exc.code) from exc
+        return await _count_tokens(engine, turn)
 
     def _turn(
         self, body: CreateResponseBody, engine: Engine, messages: list[ChatMessage]
@@ -207,6 +207,7 @@ class Responses:
             max_tool_calls=body.max_tool_calls,
             json_schema=json_schema,
             json_object=json_object,
+            schema_format=_schema_format(body.text.format),
             sampling=Sampling(
                 temperature=self._temperature(body),
                 top_p=1.0 if body.top_p is None else body.top_p,
@@ -218,7 +219,7 @@ class Responses:
             ),
             max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
-            hints={"prompt_cache_key": body.prompt_cache_key} if body.prompt_cache_key else {},
+            routing=Routing(prompt_cache_key=body.prompt_cache_key),
         )
 
     def _temperature(self, body: CreateResponseBody) -> float:
@@ -244,7 +245,7 @@ class Responses:
         window = engine.info.context_window
         if window is None:
             return
-        tokens = await engine.count_tokens(turn)
+        tokens = await _count_tokens(engine, turn)
         if tokens < window:
             return
         droppable = sum(m.role != "system" for m in turn.messages) - 1  # keep the newest
@@ -257,7 +258,7 @@ class Responses:
         while low <= high:
             middle = (low + high) // 2
             turn.messages = _without_oldest(messages, middle)
-            tokens = await engine.count_tokens(turn)
+            tokens = await _count_tokens(engine, turn)
             if tokens < window:
                 fits, high = turn.messages, middle - 1
             else:
@@ -324,7 +325,9 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    async with aclosing(run.engine.stream(run.turn)) as deltas:
+                    async with aclosing(
+                        checked(run.engine.stream(run.turn), run.turn.cancel)
+                    ) as deltas:
                         async for delta in deltas:
                             for event in builder.push(delta):
                                 yield event
@@ -401,20 +404,30 @@ def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
     return "tools"
 
 
-def _routing_hints(body: CreateResponseBody, response_id: str) -> dict[str, Any]:
-    """What upstream engines use to name the output format and keep a chain on one server."""
-    hints: dict[str, Any] = {"response_id": response_id}
-    if body.previous_response_id:
-        hints["previous_response_id"] = body.previous_response_id
-    if body.conversation is not None:
-        conversation = body.conversation
-        hints["conversation"] = conversation if isinstance(conversation, str) else conversation.id
-    fmt = body.text.format
+async def _count_tokens(engine: Engine, turn: ChatTurn) -> int:
+    """The engine's count, its failure (unsupported, upstream down) as the API's error."""
+    try:
+        return await engine.count_tokens(turn)
+    except EngineError as exc:
+        raise APIError(exc.status, exc.message, code=exc.code) from exc
+
+
+def _routing(body: CreateResponseBody, response_id: str) -> Routing:
+    """What upstream engines use to keep a chain of turns on one server."""
+    conversation = body.conversation
+    return Routing(
+        response_id=response_id,
+        previous_response_id=body.previous_response_id,
+        conversation=conversation if isinstance(conversation, str | None) else conversation.id,
+        prompt_cache_key=body.prompt_cache_key,
+    )
+
+
+def _schema_format(fmt: TextFormat) -> SchemaFormat:
+    """How the client named its json_schema format, for upstreams that forward it."""
     if isinstance(fmt, TextFormatJsonSchema):
-        hints["text_format_name"] = fmt.name
-        hints["text_format_strict"] = fmt.strict
-        hints["text_format_description"] = fmt.description
-    return hints
+        return SchemaFormat(name=fmt.name, description=fmt.description, strict=fmt.strict)
+    return SchemaFormat()
 
 
 def _echo_format(fmt: TextFormat) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Reasoning, auto tool calls and sealed reasoning through the real HTTP stack, driven by
-the FAKE scripted engine (tests/support/fake_engine.py) in its own server process: what a
+the FAKE scripted engine (respond.testing.FakeEngine) in its own server process: what a
 135M model will not produce on demand. The raw model text goes through the real parsers."""
 
 from __future__ import annotations

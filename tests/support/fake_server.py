@@ -18,12 +18,12 @@ import uvicorn
 
 from respond.app import create_app
 from respond.responses.sealing import Sealer, load_key
-from tests.support.fake_engine import FakeEngine, Step
+from respond.testing import FakeEngine, ScriptStep
 from tests.support.server import Server, start_server
 
 
 def start_fake_server(
-    tmp: Path, script: Sequence[Sequence[Step]], *, secret_key: str = "fake-secret"
+    tmp: Path, script: Sequence[Sequence[ScriptStep]], *, secret_key: str = "fake-secret"
 ) -> tuple[Server, Path]:
     """Start the fake server; return it and the file where it records the turns it gets."""
     tmp.mkdir(parents=True, exist_ok=True)

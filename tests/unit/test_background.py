@@ -15,7 +15,7 @@ from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.run import Responses
 from respond.store.sqlite import SQLiteStore
-from tests.support.scripted import ScriptedEngine
+from respond.testing import ScriptedEngine
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from respond.engines._base import ChatMessage, ChatTurn, FunctionSpec, ToolChoice
-from respond.engines.llamacpp._decoding import plan_decoding, visible_tools
+from respond.engines import ChatMessage, ChatTurn, FunctionSpec, ToolChoice, visible_tools
+from respond.engines.llamacpp._decoding import plan_decoding
 
 A = FunctionSpec("a", None, {"type": "object", "properties": {"x": {"type": "string"}}})
 B = FunctionSpec("b", None, {"type": "object"}, strict=False)

@@ -8,9 +8,9 @@ import httpx
 
 from respond.app import create_app
 from respond.engines import _base as d
+from respond.testing import ScriptedEngine
 from tests.support.inproc import serving
 from tests.support.schema import validate_event, validate_response
-from tests.support.scripted import ScriptedEngine
 from tests.support.sse import read_events
 
 

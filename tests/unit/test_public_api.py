@@ -1,22 +1,88 @@
+"""The public surface, pinned against what the packages really hold.
+
+As httpx's tests/test_exported_members.py does: `__all__` must be exactly the public
+names a module defines or imports, so a name cannot become public by accident (an import
+left at module level) nor be listed without existing. On top of that, every respond type
+an engine author meets in the seam's signatures must be importable from respond.engines.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
 import respond
+import respond.engines
+import respond.testing
+
+PUBLIC_MODULES = [respond, respond.engines, respond.testing]
+# Dunder names a package exports on purpose.
+EXPORTED_DUNDERS = {"__version__"}
 
 
-def test_public_names_are_pinned() -> None:
-    assert sorted(respond.__all__) == [
-        "ChatMessage",
-        "ChatTurn",
-        "Delta",
-        "Engine",
-        "EngineError",
-        "Finish",
-        "ReasoningDelta",
-        "TextDelta",
-        "ToolCallArgumentsDelta",
-        "ToolCallEnd",
-        "ToolCallStart",
-        "Usage",
-        "__version__",
-        "create_app",
-    ]
-    for name in respond.__all__:
-        assert hasattr(respond, name)
+def public_members(module: types.ModuleType) -> list[str]:
+    """The names `module` holds that look public, leaving out its submodules."""
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if (not name.startswith("_") or name in EXPORTED_DUNDERS)
+        and not isinstance(value, types.ModuleType)
+    )
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES, ids=lambda m: m.__name__)
+def test_all_public_members_are_exported(module: types.ModuleType) -> None:
+    assert module.__all__ == public_members(module)
+
+
+def test_the_package_re_exports_the_engine_seam() -> None:
+    for name in respond.engines.__all__:
+        assert getattr(respond, name) is getattr(respond.engines, name), name
+
+
+def _types_in(hint: Any) -> Iterator[type]:
+    """The classes a type hint mentions: X, X | Y, AsyncGenerator[X, None], ..."""
+    if isinstance(hint, type):
+        yield hint
+    for argument in typing.get_args(hint):
+        yield from _types_in(argument)
+
+
+def _hints_of(cls: type) -> Iterator[Any]:
+    """The annotations of a class's fields and of its public methods and properties."""
+    yield from typing.get_type_hints(cls).values()
+    for name, member in vars(cls).items():
+        if name.startswith("_") and name != "__init__":
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if inspect.isfunction(function):
+            yield from typing.get_type_hints(function).values()
+
+
+def test_every_type_the_seam_mentions_is_public() -> None:
+    exported = {getattr(respond.engines, name) for name in respond.engines.__all__}
+    seen: set[type] = set()
+    todo: list[type] = [respond.engines.Engine]
+    while todo:
+        for hint in _hints_of(todo.pop()):
+            for cls in _types_in(hint):
+                if cls.__module__.startswith("respond.") and cls not in seen:
+                    seen.add(cls)
+                    todo.append(cls)
+    # The walk reaches the turn, the deltas and what they hold; a new type added to the
+    # seam without an export fails here.
+    assert {respond.engines.ChatTurn, respond.engines.ModelInfo, respond.engines.Usage} <= seen
+    assert seen <= exported, sorted(cls.__name__ for cls in seen - exported)
+
+
+def test_the_test_engines_are_named_as_fakes() -> None:
+    members = [getattr(respond.testing, name) for name in respond.testing.__all__]
+    engines = [m for m in members if isinstance(m, type) and issubclass(m, respond.engines.Engine)]
+    assert sorted(engine.__name__ for engine in engines) == ["FakeEngine", "ScriptedEngine"]
+    for engine in engines:
+        assert "FAKE" in (engine.__doc__ or ""), engine.__name__

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from respond.engines._base import (
+from respond.engines import (
     ChatMessage,
     ChatTurn,
     Finish,
     FunctionSpec,
     ReasoningDelta,
+    Routing,
     Sampling,
+    SchemaFormat,
     TextDelta,
     ToolCall,
     ToolCallArgumentsDelta,
@@ -18,8 +20,10 @@ from respond.engines._base import (
     ToolCallStart,
     ToolChoice,
     Usage,
+    visible_tools,
 )
 from respond.engines.upstream._chat import ChatOptions, ChatTranslator, chat_request
+from respond.engines.upstream._common import affinity_keys
 from respond.engines.upstream._responses import ResponsesTranslator, responses_request
 
 WEATHER = FunctionSpec("get_weather", "Weather by city", {"type": "object"}, strict=True)
@@ -74,7 +78,7 @@ def test_chat_request_maps_every_field() -> None:
             sampling=Sampling(temperature=0.2, top_p=0.9, logprobs=True, top_logprobs=3, seed=7),
             max_output_tokens=64,
             reasoning_effort="low",
-            hints={"text_format_name": "answer", "text_format_strict": True},
+            schema_format=SchemaFormat(name="answer", strict=True),
         ),
         model="up-model",
         options=ChatOptions(max_tokens_param="max_completion_tokens"),
@@ -357,3 +361,70 @@ def test_a_whole_responses_object_translates_too() -> None:
         }
     )
     assert deltas == [ReasoningDelta("hm"), TextDelta("x"), Usage(2, 1), Finish("length")]
+
+
+# ---------------------------------------------------------------- shared between both
+
+
+def test_tool_choice_none_shows_no_tools_to_either_upstream() -> None:
+    hidden = turn(tools=[WEATHER, TIME], tool_choice=ToolChoice("none"))
+    assert visible_tools(hidden) == []
+    assert "tools" not in chat_request(hidden, model="m")
+    assert "tools" not in responses_request(hidden, model="m")
+
+
+def test_responses_upstream_calls_pass_the_same_admission_policy() -> None:
+    def names(translator: ResponsesTranslator) -> list[str]:
+        out: list[Any] = []
+        for call_id, name in (("c0", "get_weather"), ("c1", "get_time"), ("c2", "not_offered")):
+            item = {"type": "function_call", "id": call_id, "call_id": call_id, "name": name}
+            out += translator.feed({"type": "response.output_item.added", "item": item})
+            arguments = {"item_id": call_id, "delta": "{}"}
+            out += translator.feed({"type": "response.function_call_arguments.delta", **arguments})
+            out += translator.feed({"type": "response.output_item.done", "item": item})
+        assert sum(isinstance(d, ToolCallEnd) for d in out) == len(
+            [d for d in out if isinstance(d, ToolCallStart)]
+        )
+        return [d.name for d in out if isinstance(d, ToolCallStart)]
+
+    both = [WEATHER, TIME]
+    assert names(ResponsesTranslator(turn(tools=both))) == ["get_weather", "get_time"]
+    assert names(ResponsesTranslator(turn(tools=both, parallel_tool_calls=False))) == [
+        "get_weather"
+    ]
+    assert names(ResponsesTranslator(turn(tools=both, tool_choice=ToolChoice("none")))) == []
+    assert names(ResponsesTranslator(turn(tools=[TIME]))) == ["get_time"]
+
+
+def test_routing_and_schema_format_reach_the_responses_body_and_the_pool() -> None:
+    routed = turn(
+        json_schema={"type": "object"},
+        schema_format=SchemaFormat(name="answer", description="the answer", strict=False),
+        routing=Routing(
+            response_id="resp_2",
+            previous_response_id="resp_1",
+            conversation="conv_1",
+            prompt_cache_key="k",
+        ),
+        sampling=Sampling(temperature=0.3, logprobs=True, top_logprobs=2, seed=9),
+    )
+    body = responses_request(routed, model="m")
+    assert body["text"] == {
+        "format": {
+            "type": "json_schema",
+            "name": "answer",
+            "schema": {"type": "object"},
+            "description": "the answer",
+            "strict": False,
+        }
+    }
+    assert body["prompt_cache_key"] == "k"
+    assert body["include"] == ["message.output_text.logprobs"] and body["top_logprobs"] == 2
+    assert "seed" not in body and "logprobs" not in body
+    assert affinity_keys(routed) == ["pck:k", "conv:conv_1", "resp:resp_1", "resp:resp_2"]
+    assert affinity_keys(turn()) == []
+    unnamed = chat_request(turn(json_schema={"type": "object"}), model="m")
+    assert unnamed["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": {"type": "object"}},
+    }

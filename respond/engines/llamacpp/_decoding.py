@@ -16,24 +16,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from respond._ids import new_id
-from respond.engines._base import ChatTurn, FunctionSpec
+from respond.engines._base import ChatTurn
 from respond.engines._parsing import Dialect, OutputParser
+from respond.engines._tools import visible_tools
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 
-__all__ = ["DecodingPlan", "plan_decoding", "visible_tools"]
+__all__ = ["DecodingPlan", "plan_decoding"]
 
 Think = Literal["open", "inside"] | None
-
-
-def visible_tools(turn: ChatTurn) -> list[FunctionSpec]:
-    """The functions the model is shown: none under "none", only the allowed subset."""
-    choice = turn.tool_choice
-    if choice.mode == "none":
-        return []
-    if choice.allowed is None:
-        return list(turn.tools)
-    allowed = set(choice.allowed)
-    return [tool for tool in turn.tools if tool.name in allowed]
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ from respond.engines._base import (
     Usage,
 )
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
-from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding, visible_tools
+from respond.engines._tools import visible_tools
+from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
 from respond.engines.llamacpp._grammar import unsupported_keyword
 from respond.engines.llamacpp._native import CpuWork, big_stack_thread
 from respond.engines.llamacpp._prepare import checked_plan
@@ -98,7 +99,7 @@ class LlamaCppEngine(Engine):
         self._template: ChatTemplate | None = None
         self._splitter: SpecialSplitter | None = None
         self._loaded = threading.Event()
-        self.load_error: str | None = None
+        self._load_error: str | None = None
         self._lock: asyncio.Lock | None = None
         self._cpu = CpuWork()  # rendering, tokenizing, grammars: never on the event loop
 
@@ -106,7 +107,11 @@ class LlamaCppEngine(Engine):
 
     @property
     def ready(self) -> bool:
-        return self._loaded.is_set() and self.load_error is None
+        return self._loaded.is_set() and self._load_error is None
+
+    @property
+    def load_error(self) -> str | None:
+        return self._load_error
 
     def load(self) -> None:
         """Load the model (blocking). Logs progress; failures are kept in load_error."""
@@ -134,8 +139,8 @@ class LlamaCppEngine(Engine):
             )
             log.info("model loaded in %.1fs as '%s'", time.monotonic() - started, self.info.id)
         except Exception as exc:
-            self.load_error = f"could not load model {self.model_path}: {exc}"
-            log.error("%s", self.load_error)
+            self._load_error = f"could not load model {self.model_path}: {exc}"
+            log.error("%s", self._load_error)
         finally:
             self._loaded.set()
 
@@ -205,8 +210,8 @@ class LlamaCppEngine(Engine):
             raise EngineError(
                 "The model is still loading; retry shortly.", code="model_loading", status=503
             )
-        if self.load_error is not None:
-            raise EngineError(self.load_error, code="model_unavailable", status=503)
+        if self._load_error is not None:
+            raise EngineError(self._load_error, code="model_unavailable", status=503)
 
     # ------------------------------------------------------------ generation
 

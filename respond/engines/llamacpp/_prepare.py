@@ -15,7 +15,8 @@ import llama_cpp
 
 from respond.engines._base import ChatTurn, ConstraintError
 from respond.engines._parsing import Dialect
-from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding, visible_tools
+from respond.engines._tools import visible_tools
+from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 from respond.engines.llamacpp._native import on_big_stack
 from respond.protocol.limits import Limits

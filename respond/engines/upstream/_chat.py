@@ -28,11 +28,19 @@ from respond.engines._base import (
     Finish,
     ReasoningDelta,
     TextDelta,
-    TokenLogprob,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
+)
+from respond.engines._parsing import OutputParser
+from respond.engines._tools import visible_tools
+from respond.engines.upstream._common import (
+    CallAdmission,
+    affinity_keys,
+    json_schema_format,
+    sampling_body,
+    token_logprobs,
 )
 from respond.engines.upstream._pool import UpstreamHTTPError, UpstreamPool, upstream_error
 
@@ -68,24 +76,13 @@ def chat_request(
     schema_style: SchemaStyle = "json_schema",
 ) -> dict[str, Any]:
     """The Chat Completions body for a turn (always streaming, usage included)."""
-    sampling = turn.sampling
     body: dict[str, Any] = {
         "model": model,
         "messages": [_message(m, options) for m in turn.messages],
         "stream": True,
         "stream_options": {"include_usage": True},
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
+        **sampling_body(turn.sampling, "chat"),
     }
-    if sampling.presence_penalty:
-        body["presence_penalty"] = sampling.presence_penalty
-    if sampling.frequency_penalty:
-        body["frequency_penalty"] = sampling.frequency_penalty
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
-    if sampling.logprobs:
-        body["logprobs"] = True
-        body["top_logprobs"] = sampling.top_logprobs
     if turn.max_output_tokens is not None:
         body[options.max_tokens_param] = turn.max_output_tokens
     if turn.reasoning_effort is not None:
@@ -125,16 +122,8 @@ def _message(message: ChatMessage, options: ChatOptions) -> dict[str, Any]:
     return entry
 
 
-def offered_tools(turn: ChatTurn) -> set[str]:
-    """The tool names the model is shown: all, or those allowed by tool_choice."""
-    allowed = turn.tool_choice.allowed
-    return {t.name for t in turn.tools if allowed is None or t.name in allowed}
-
-
 def _tools(turn: ChatTurn) -> dict[str, Any]:
-    if not turn.tools:
-        return {}
-    names = offered_tools(turn)
+    offered = visible_tools(turn)
     tools = [
         {
             "type": "function",
@@ -146,15 +135,14 @@ def _tools(turn: ChatTurn) -> dict[str, Any]:
                 "strict": tool.strict,
             },
         }
-        for tool in turn.tools
-        if tool.name in names
+        for tool in offered
     ]
     if not tools:
         return {}
     choice = turn.tool_choice
     tool_choice: Any = choice.mode
-    if choice.mode == "required" and len(names) == 1:
-        tool_choice = {"type": "function", "function": {"name": next(iter(names))}}
+    if choice.mode == "required" and len(offered) == 1:
+        tool_choice = {"type": "function", "function": {"name": offered[0].name}}
     return {
         "tools": tools,
         "tool_choice": tool_choice,
@@ -163,19 +151,11 @@ def _tools(turn: ChatTurn) -> dict[str, Any]:
 
 
 def _response_format(turn: ChatTurn, style: SchemaStyle) -> dict[str, Any] | None:
-    if turn.json_schema is not None:
-        schema = dict(turn.json_schema)
-        if style == "json_object_schema":
-            # llama-cpp-python's server: json_object constrained by a schema.
-            return {"type": "json_object", "schema": schema}
-        spec: dict[str, Any] = {
-            "name": str(turn.hints.get("text_format_name") or "output"),
-            "schema": schema,
-        }
-        if turn.hints.get("text_format_description"):
-            spec["description"] = str(turn.hints["text_format_description"])
-        if turn.hints.get("text_format_strict") is not None:
-            spec["strict"] = bool(turn.hints["text_format_strict"])
+    spec = json_schema_format(turn)
+    if spec is not None and style == "json_object_schema":
+        # llama-cpp-python's server: json_object constrained by a schema.
+        return {"type": "json_object", "schema": spec["schema"]}
+    if spec is not None:
         return {"type": "json_schema", "json_schema": spec}
     if turn.json_object:
         return {"type": "json_object"}
@@ -194,50 +174,6 @@ class _Call:
     dropped: bool = False
 
 
-class _ThinkSplit:
-    """Split `<think>...</think>` spans out of streamed content, tags cut anywhere."""
-
-    OPEN, CLOSE = "<think>", "</think>"
-
-    def __init__(self) -> None:
-        self.thinking = False
-        self._held = ""
-
-    def feed(self, text: str) -> list[tuple[bool, str]]:
-        """(is_reasoning, text) pieces; a possible tag prefix at the end is held back."""
-        text = self._held + text
-        self._held = ""
-        out: list[tuple[bool, str]] = []
-        while text:
-            tag = self.CLOSE if self.thinking else self.OPEN
-            at = text.find(tag)
-            if at >= 0:
-                if at:
-                    out.append((self.thinking, text[:at]))
-                self.thinking = not self.thinking
-                text = text[at + len(tag) :]
-                continue
-            keep = _partial_suffix(text, tag)
-            if keep:
-                self._held = text[-keep:]
-                text = text[:-keep]
-            if text:
-                out.append((self.thinking, text))
-            break
-        return out
-
-    def flush(self) -> list[tuple[bool, str]]:
-        held, self._held = self._held, ""
-        return [(self.thinking, held)] if held else []
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:size]):
-            return size
-    return 0
-
-
 class ChatTranslator:
     """Chat Completions chunks -> Deltas, keeping items well-formed.
 
@@ -247,14 +183,13 @@ class ChatTranslator:
     """
 
     def __init__(self, turn: ChatTurn) -> None:
-        self._offered = offered_tools(turn)
-        self._no_calls = turn.tool_choice.mode == "none"
-        self._limit = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
+        self._admission = CallAdmission(turn)
         self._calls: dict[int, _Call] = {}
         self._live: _Call | None = None
-        self._kept = 0
         self._trailing: list[Delta] = []
-        self._think = _ThinkSplit()
+        # Servers without a reasoning parser leave <think> spans in the content: the
+        # shared output parser splits them out (tool calls come as fields, not markup).
+        self._think = OutputParser(None, thinking=True, new_call_id=lambda: new_id("call"))
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
@@ -282,8 +217,8 @@ class ChatTranslator:
     def end(self) -> list[Delta]:
         """What remains once the upstream has finished: calls, trailing text, usage, finish."""
         out: list[Delta] = []
-        for reasoning, text in self._think.flush():
-            out += self._after_calls(ReasoningDelta(text) if reasoning else TextDelta(text))
+        for delta in self._think.close():
+            out += self._after_calls(delta)
         if self._live is not None:
             out.append(ToolCallEnd())
         for call in sorted(self._calls.values(), key=lambda c: c.index):
@@ -300,14 +235,11 @@ class ChatTranslator:
 
     def _content(self, content: str, logprobs: Any) -> list[Delta]:
         out: list[Delta] = []
-        pieces = self._think.feed(content)
-        tokens = _logprobs(logprobs)
-        for reasoning, text in pieces:
-            if reasoning:
-                out += self._after_calls(ReasoningDelta(text))
-            else:
-                out += self._after_calls(TextDelta(text, tokens))
-                tokens = ()
+        tokens = token_logprobs(logprobs)
+        for delta in self._think.feed(content):
+            if isinstance(delta, TextDelta) and tokens:
+                delta, tokens = TextDelta(delta.text, tokens), ()
+            out += self._after_calls(delta)
         return out
 
     def _after_calls(self, delta: Delta) -> list[Delta]:
@@ -345,19 +277,8 @@ class ChatTranslator:
         """Decide once per call whether local tool_choice rules let it through."""
         if call.dropped:
             return False
-        reason = None
-        if self._no_calls:
-            reason = 'tool_choice is "none"'
-        elif call.name not in self._offered:
-            reason = "the model was not offered this tool"
-        elif self._limit is not None and self._kept >= self._limit:
-            reason = "parallel_tool_calls is false or max_tool_calls is reached"
-        if reason is not None:
-            log.info("dropped a call to %r from the upstream: %s", call.name, reason)
-            call.dropped = True
-            return False
-        self._kept += 1
-        return True
+        call.dropped = not self._admission.admit(call.name)
+        return not call.dropped
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
@@ -369,30 +290,6 @@ def _usage(data: Mapping[str, Any]) -> Usage:
         cached_tokens=int(prompt.get("cached_tokens") or 0),
         reasoning_tokens=int(completion.get("reasoning_tokens") or 0),
     )
-
-
-def _logprobs(data: Any) -> tuple[TokenLogprob, ...]:
-    if not isinstance(data, dict):
-        return ()
-    out = []
-    for entry in data.get("content") or ():
-        token = str(entry.get("token", ""))
-        out.append(
-            TokenLogprob(
-                token=token,
-                logprob=float(entry.get("logprob", 0.0)),
-                bytes=tuple(entry.get("bytes") or token.encode()),
-                top=tuple(
-                    (
-                        str(alt.get("token", "")),
-                        float(alt.get("logprob", 0.0)),
-                        tuple(alt.get("bytes") or str(alt.get("token", "")).encode()),
-                    )
-                    for alt in entry.get("top_logprobs") or ()
-                ),
-            )
-        )
-    return tuple(out)
 
 
 # ---------------------------------------------------------------- the engine
@@ -484,25 +381,6 @@ class ChatCompletionsEngine(Engine):
                 )
         for delta in translator.end():
             yield delta
-
-
-def affinity_keys(turn: ChatTurn) -> list[str]:
-    """Keys whose earlier turns this one should follow to the same upstream.
-
-    A response is remembered under its own id, so the next turn in a
-    previous_response_id chain finds the upstream that holds its prefix in cache.
-    """
-    keys = []
-    for hint, prefix in (
-        ("prompt_cache_key", "pck:"),
-        ("conversation", "conv:"),
-        ("previous_response_id", "resp:"),
-        ("response_id", "resp:"),
-    ):
-        value = turn.hints.get(hint)
-        if value:
-            keys.append(prefix + str(value))
-    return keys
 
 
 def _message_of(chunk: Mapping[str, Any]) -> str:

@@ -9,7 +9,6 @@ by our own EventBuilder; its ids and sequence numbers are not reused.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -26,12 +25,17 @@ from respond.engines._base import (
     ToolCallStart,
     Usage,
 )
-from respond.engines.upstream._chat import _logprobs, affinity_keys, offered_tools
+from respond.engines._tools import visible_tools
+from respond.engines.upstream._common import (
+    CallAdmission,
+    affinity_keys,
+    json_schema_format,
+    sampling_body,
+    token_logprobs,
+)
 from respond.engines.upstream._pool import UpstreamPool, upstream_error
 
 __all__ = ["ResponsesEngine", "ResponsesTranslator", "responses_request"]
-
-log = logging.getLogger("respond.upstream")
 
 
 # ---------------------------------------------------------------- request
@@ -39,30 +43,21 @@ log = logging.getLogger("respond.upstream")
 
 def responses_request(turn: ChatTurn, *, model: str) -> dict[str, Any]:
     """The upstream /responses body: full input, no state kept upstream, streamed."""
-    sampling = turn.sampling
     body: dict[str, Any] = {
         "model": model,
         "input": [item for message in turn.messages for item in _items(message)],
         "store": False,
         "stream": True,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
+        **sampling_body(turn.sampling, "responses"),
     }
-    if sampling.presence_penalty:
-        body["presence_penalty"] = sampling.presence_penalty
-    if sampling.frequency_penalty:
-        body["frequency_penalty"] = sampling.frequency_penalty
-    if sampling.logprobs:
-        body["include"] = ["message.output_text.logprobs"]
-        body["top_logprobs"] = sampling.top_logprobs
     if turn.max_output_tokens is not None:
         body["max_output_tokens"] = turn.max_output_tokens
     if turn.reasoning_effort is not None:
         body["reasoning"] = {"effort": turn.reasoning_effort}
-    if turn.hints.get("prompt_cache_key"):
-        body["prompt_cache_key"] = turn.hints["prompt_cache_key"]
-    names = offered_tools(turn)
-    if names:
+    if turn.routing.prompt_cache_key:
+        body["prompt_cache_key"] = turn.routing.prompt_cache_key
+    offered = visible_tools(turn)
+    if offered:
         body["tools"] = [
             {
                 "type": "function",
@@ -71,27 +66,18 @@ def responses_request(turn: ChatTurn, *, model: str) -> dict[str, Any]:
                 "parameters": dict(tool.parameters),
                 "strict": tool.strict,
             }
-            for tool in turn.tools
-            if tool.name in names
+            for tool in offered
         ]
         choice = turn.tool_choice
         body["tool_choice"] = (
-            {"type": "function", "name": next(iter(names))}
-            if choice.mode == "required" and len(names) == 1
+            {"type": "function", "name": offered[0].name}
+            if choice.mode == "required" and len(offered) == 1
             else choice.mode
         )
         body["parallel_tool_calls"] = turn.parallel_tool_calls
-    if turn.json_schema is not None:
-        fmt: dict[str, Any] = {
-            "type": "json_schema",
-            "name": str(turn.hints.get("text_format_name") or "output"),
-            "schema": dict(turn.json_schema),
-        }
-        if turn.hints.get("text_format_description"):
-            fmt["description"] = str(turn.hints["text_format_description"])
-        if turn.hints.get("text_format_strict") is not None:
-            fmt["strict"] = bool(turn.hints["text_format_strict"])
-        body["text"] = {"format": fmt}
+    spec = json_schema_format(turn)
+    if spec is not None:
+        body["text"] = {"format": {"type": "json_schema", **spec}}
     elif turn.json_object:
         body["text"] = {"format": {"type": "json_object"}}
     return body
@@ -138,10 +124,7 @@ class ResponsesTranslator:
     """Upstream Responses events -> Deltas. Items arrive one at a time, so no buffering."""
 
     def __init__(self, turn: ChatTurn) -> None:
-        self._offered = offered_tools(turn)
-        self._no_calls = turn.tool_choice.mode == "none"
-        self._limit = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
-        self._calls = 0
+        self._admission = CallAdmission(turn)
         self._dropped: set[str] = set()
         self._streamed: set[str] = set()  # item ids whose content came as deltas
         self.finish: Finish | None = None
@@ -154,7 +137,7 @@ class ResponsesTranslator:
         item_id = str(event.get("item_id", ""))
         if kind == "response.output_text.delta":
             self._streamed.add(item_id)
-            logprobs = _logprobs({"content": event.get("logprobs")})
+            logprobs = token_logprobs({"content": event.get("logprobs")})
             return [TextDelta(str(event.get("delta", "")), logprobs)]
         if kind in (
             "response.reasoning.delta",
@@ -195,18 +178,9 @@ class ResponsesTranslator:
         if item.get("type") != "function_call":
             return []
         name = str(item.get("name", ""))
-        reason = None
-        if self._no_calls:
-            reason = 'tool_choice is "none"'
-        elif name not in self._offered:
-            reason = "the model was not offered this tool"
-        elif self._limit is not None and self._calls >= self._limit:
-            reason = "parallel_tool_calls is false or max_tool_calls is reached"
-        if reason is not None:
-            log.info("dropped a call to %r from the upstream: %s", name, reason)
+        if not self._admission.admit(name):
             self._dropped.add(str(item.get("id", "")))
             return []
-        self._calls += 1
         return [ToolCallStart(call_id=str(item.get("call_id") or item.get("id")), name=name)]
 
     def _done(self, item: Mapping[str, Any]) -> list[Delta]:

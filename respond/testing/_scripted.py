@@ -1,8 +1,4 @@
-"""A FAKE engine that replays scripted deltas, for cases a real model can't produce on demand.
-
-Named as a fake on purpose: tests using it prove the HTTP stack and the event machinery,
-not a model. Each request takes the next script; an Exception in a script is raised there.
-"""
+"""ScriptedEngine: a FAKE engine that replays scripted deltas."""
 
 from __future__ import annotations
 
@@ -10,10 +6,25 @@ import asyncio
 import threading
 from collections.abc import AsyncGenerator, Sequence
 
-from respond.engines._base import ChatTurn, Delta, Engine, ModelInfo
+from respond.engines import ChatTurn, Delta, Engine, ModelInfo
+
+__all__ = ["ScriptedEngine"]
 
 
 class ScriptedEngine(Engine):
+    """A FAKE engine that replays scripted deltas, for what a real model can't do on demand.
+
+    Named as a fake on purpose: tests using it prove the HTTP stack and the event
+    machinery, not a model. Each request takes the next script (an empty turn when none
+    is left); an exception in a script is raised at that point, as a failing engine would::
+
+        engine = ScriptedEngine([[TextDelta("hi"), Usage(1, 1), Finish("stop")]])
+        app = respond.create_app({engine.info.id: engine})
+
+    Every turn it is given is kept in `turns`, so a test can check what the engine saw.
+    With `gate`, `load()` blocks until the event is set: a model that loads slowly.
+    """
+
     def __init__(
         self,
         scripts: Sequence[Sequence[Delta | BaseException]] = (),
@@ -25,11 +36,12 @@ class ScriptedEngine(Engine):
         self.info = ModelInfo(id=name, owned_by="tests", context_window=None, backend="fake")
         self.scripts = [list(script) for script in scripts]
         self.turns: list[ChatTurn] = []
-        self.delay = delay
-        self._gate = gate  # load() blocks until it is set: a model that loads slowly
+        self.delay = delay  # seconds before each step
+        self._gate = gate
         self._loaded = gate is None
 
     def enqueue(self, *script: Delta | BaseException) -> None:
+        """Add the script for a later request."""
         self.scripts.append(list(script))
 
     @property
@@ -42,6 +54,7 @@ class ScriptedEngine(Engine):
         self._loaded = True
 
     async def count_tokens(self, turn: ChatTurn) -> int:
+        """One token per whitespace-separated word: a stand-in, not a tokenizer."""
         return sum(len(m.content.split()) for m in turn.messages)
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:

@@ -1,0 +1,133 @@
+"""What the Chat Completions and Responses translators share: one copy of each rule.
+
+- `CallAdmission`: which of the upstream's tool calls reach the client (tool_choice,
+  allowed tools, parallel_tool_calls and max_tool_calls enforced here, since an upstream
+  may not enforce them).
+- `sampling_body`: a turn's sampling as request fields.
+- `json_schema_format`: the client's json_schema text format, as the upstream gets it.
+- `affinity_keys`: which earlier turns this one follows to the same upstream.
+- `token_logprobs`: OpenAI-shaped logprobs back to TokenLogprobs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from respond.engines._base import ChatTurn, Sampling, TokenLogprob
+from respond.engines._tools import visible_tools
+
+__all__ = [
+    "CallAdmission",
+    "affinity_keys",
+    "json_schema_format",
+    "sampling_body",
+    "token_logprobs",
+]
+
+log = logging.getLogger("respond.upstream")
+
+
+class CallAdmission:
+    """Decides, once per call, whether an upstream's tool call goes through."""
+
+    def __init__(self, turn: ChatTurn) -> None:
+        self._offered = {tool.name for tool in visible_tools(turn)}
+        self._no_calls = turn.tool_choice.mode == "none"
+        self._limit = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
+        self._admitted = 0
+
+    def admit(self, name: str) -> bool:
+        """True for a call the local rules let through (and count); False to drop it."""
+        reason = None
+        if self._no_calls:
+            reason = 'tool_choice is "none"'
+        elif name not in self._offered:
+            reason = "the model was not offered this tool"
+        elif self._limit is not None and self._admitted >= self._limit:
+            reason = "parallel_tool_calls is false or max_tool_calls is reached"
+        if reason is not None:
+            log.info("dropped a call to %r from the upstream: %s", name, reason)
+            return False
+        self._admitted += 1
+        return True
+
+
+def sampling_body(sampling: Sampling, api: Literal["chat", "responses"]) -> dict[str, Any]:
+    """The sampling fields of a request body, in the dialect of `api`.
+
+    Penalties and seed are sent only when set, so servers that reject them still work.
+    Responses has no seed, and asks for logprobs through `include`.
+    """
+    body: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p}
+    if sampling.presence_penalty:
+        body["presence_penalty"] = sampling.presence_penalty
+    if sampling.frequency_penalty:
+        body["frequency_penalty"] = sampling.frequency_penalty
+    if api == "chat" and sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.logprobs:
+        if api == "chat":
+            body["logprobs"] = True
+        else:
+            body["include"] = ["message.output_text.logprobs"]
+        body["top_logprobs"] = sampling.top_logprobs
+    return body
+
+
+def json_schema_format(turn: ChatTurn) -> dict[str, Any] | None:
+    """name, schema and (when the client set them) description and strict; None without
+    a schema. Chat Completions nests it under `json_schema`, Responses inlines it."""
+    if turn.json_schema is None:
+        return None
+    named = turn.schema_format
+    spec: dict[str, Any] = {"name": named.name, "schema": dict(turn.json_schema)}
+    if named.description:
+        spec["description"] = named.description
+    if named.strict is not None:
+        spec["strict"] = named.strict
+    return spec
+
+
+def affinity_keys(turn: ChatTurn) -> list[str]:
+    """Keys whose earlier turns this one should follow to the same upstream.
+
+    A response is remembered under its own id, so the next turn in a
+    previous_response_id chain finds the upstream that holds its prefix in cache.
+    """
+    routing = turn.routing
+    return [
+        prefix + value
+        for prefix, value in (
+            ("pck:", routing.prompt_cache_key),
+            ("conv:", routing.conversation),
+            ("resp:", routing.previous_response_id),
+            ("resp:", routing.response_id),
+        )
+        if value
+    ]
+
+
+def token_logprobs(data: Any) -> tuple[TokenLogprob, ...]:
+    """`{"content": [{"token", "logprob", "bytes", "top_logprobs"}, ...]}` as TokenLogprobs."""
+    if not isinstance(data, dict):
+        return ()
+    out = []
+    for entry in data.get("content") or ():
+        token = str(entry.get("token", ""))
+        out.append(
+            TokenLogprob(
+                token=token,
+                logprob=float(entry.get("logprob", 0.0)),
+                bytes=tuple(entry.get("bytes") or token.encode()),
+                top=tuple(
+                    (
+                        str(alt.get("token", "")),
+                        float(alt.get("logprob", 0.0)),
+                        tuple(alt.get("bytes") or str(alt.get("token", "")).encode()),
+                    )
+                    for alt in entry.get("top_logprobs") or ()
+                ),
+            )
+        )
+    return tuple(out)
