@@ -15,7 +15,7 @@ from respond.protocol.requests import CreateResponseBody
 from respond.protocol.schema_limits import SchemaBudget, check_regex, check_schema
 from respond.responses.limits import check_request
 from respond.responses.run import Responses, _without_oldest
-from tests.support.fake_engine import FakeEngine
+from respond.testing import FakeEngine
 
 LIMITS = Limits()
 
