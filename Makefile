@@ -21,14 +21,15 @@ WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 
-.PHONY: serve test lint install node-clients bench clean
+.PHONY: serve test lint install node-clients browser bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
 	@if ! ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
 	  echo ">>> compiling llama-cpp-python once for this machine ($(LLAMA_FLAVOR); about 6 minutes on 2 cores)"; \
-	  mkdir -p $(WHEELHOUSE) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel \
+	  mkdir -p $(WHEELHOUSE) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PYTHON) tools/progress.py \
+	    $(VENV)/llama-build.log -- $(BIN)/python -m pip wheel -v \
 	    --no-deps --no-cache-dir -w $(WHEELHOUSE) '$(LLAMA_CPP)'; fi
 	@echo ">>> installing respond and its dependencies into $(VENV)"
 	@$(BIN)/python -m pip install --progress-bar on --find-links $(WHEELHOUSE) -e '.[dev]'
@@ -44,15 +45,27 @@ $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 
 node-clients: $(NODE_STAMP)
 
+# Debian's Chromium, driven by playwright-core (tests/clients/node) in tests/e2e/test_playground.py.
+# Playwright's own browser download cannot work offline; the distribution's package can.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+$(CHROMIUM):
+	@echo ">>> installing Debian's chromium for the playground's browser tests"
+	@$(SUDO) apt-get update -qq
+	@DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
+
+browser: $(CHROMIUM)
+
 serve: $(STAMP)
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
 lint: $(STAMP)
-	$(BIN)/ruff check respond tests bench
-	$(BIN)/ruff format --check respond tests bench
+	$(BIN)/ruff check respond tests bench tools
+	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-test: lint node-clients
+test: lint node-clients browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

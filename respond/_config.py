@@ -39,6 +39,8 @@ class Settings:
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none
     log_level: str = "info"
+    log_format: str = "text"  # or "json": one object per line
+    metrics_auth: bool = False  # /metrics needs the API key
     # Upstream servers instead of (or, with a config file, beside) the embedded model.
     config_path: Path | None = None  # respond.toml: a table of models
     upstreams: list[str] = field(default_factory=list)  # base URLs of one pool

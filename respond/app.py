@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,12 +14,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from respond._access import AccessLog
 from respond._version import __version__
-from respond.api import chat, conversations, models, responses, websocket
+from respond.api import chat, conversations, messages, metrics, models, responses, web, websocket
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
+from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.limits import Limits
 from respond.responses.background import Runs
@@ -31,7 +32,9 @@ from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
 
-log = logging.getLogger("respond.access")
+log = logging.getLogger("respond")
+
+LOADING_REPORT_SECONDS = 10.0
 
 
 def create_app(
@@ -45,7 +48,13 @@ def create_app(
     n_predict: int | None = None,
     temperature: float = 1.0,
     limits: Limits | None = None,
+    metrics_auth: bool = False,
+    on_ready: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
+    """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
+    meters = Metrics(engines)
+    if store is not None:
+        store.observer = meters.observe_store
     history = History(store)
     service = Responses(
         engines,
@@ -55,6 +64,7 @@ def create_app(
         n_predict=n_predict,
         temperature=temperature,
         limits=limits,
+        metrics=meters,
     )
     runs = Runs(service, store) if store is not None else None
 
@@ -74,7 +84,9 @@ def create_app(
         ]
         # Load in the background: /health answers 503 until the model is ready.
         tasks = [asyncio.ensure_future(loader) for loader in loaders]
+        watcher = asyncio.ensure_future(_after_loading(tasks, on_ready))
         yield
+        watcher.cancel()  # it may still wait for a socket that never opened
         for task in tasks:
             await task
         for engine in engines.values():
@@ -101,39 +113,54 @@ def create_app(
     app.state.history = history
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
+    app.state.metrics = meters
+    app.state.metrics_auth = metrics_auth
     app.include_router(responses.router)
     app.include_router(websocket.router)
     app.include_router(conversations.router)
     app.include_router(chat.router)
+    app.include_router(messages.router)
     app.include_router(models.router)
+    app.include_router(metrics.router)
+    app.include_router(web.router)
+
+    # The Messages API's routes answer errors in Anthropic's envelope; the rest in OpenAI's.
+    def anthropic(request: Request) -> bool:
+        return request.url.path.startswith(messages.MESSAGES_PREFIX)
 
     @app.exception_handler(APIError)
-    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        if anthropic(request):
+            return messages.error_response(request, exc.status, exc.message, exc.__cause__)
         return JSONResponse(exc.body(), status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         message = "Not found." if exc.status_code == 404 else str(exc.detail)
+        if anthropic(request):
+            return messages.error_response(request, exc.status_code, message)
         code = _HTTP_CODES.get(exc.status_code, kind)
         return JSONResponse(error_body(message, type=kind, code=code), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(*_request_error(exc))
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        body, status = _request_error(exc)
+        if anthropic(request):
+            return messages.error_response(request, status, body["error"]["message"])
+        return JSONResponse(body, status_code=status)
 
     @app.exception_handler(Exception)
-    async def _server_error(_: Request, exc: Exception) -> JSONResponse:
+    async def _server_error(request: Request, exc: Exception) -> JSONResponse:
         # A bug, not the client's fault: still the error envelope, and logged in full.
         log.error("unhandled error", exc_info=exc)
-        body = error_body(
-            "The server had an error processing the request.",
-            type="server_error",
-            code="server_error",
-        )
+        message = "The server had an error processing the request."
+        if anthropic(request):
+            return messages.error_response(request, 500, message)
+        body = error_body(message, type="server_error", code="server_error")
         return JSONResponse(body, status_code=500)
 
-    app.add_middleware(AccessLog)
+    app.add_middleware(AccessLog, metrics=meters)
     return app
 
 
@@ -157,38 +184,15 @@ def _request_error(exc: RequestValidationError) -> tuple[dict[str, Any], int]:
     return error.body(), error.status
 
 
-class AccessLog:
-    """One line per request: method, path, status, duration, tokens."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 0
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        except BaseException:
-            status = status or 500  # what the client gets when nothing was sent yet
-            raise
-        finally:
-            tokens = scope.get("state", {}).get("tokens")
-            used = f" tokens={tokens[0]}+{tokens[1]}" if tokens else ""
-            log.info(
-                "%s %s %s %.0fms%s",
-                scope["method"],
-                scope["path"],
-                status or "-",
-                (time.perf_counter() - started) * 1000,
-                used,
-            )
+async def _after_loading(
+    loading: Sequence[asyncio.Future[None]], on_ready: Callable[[], Awaitable[None]] | None
+) -> None:
+    """Say every few seconds that loading goes on; then call on_ready (the banner)."""
+    started = time.monotonic()
+    pending = set(loading)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=LOADING_REPORT_SECONDS)
+        if pending:
+            log.info("still loading the model (%.0fs)", time.monotonic() - started)
+    if on_ready is not None:
+        await on_ready()

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from respond._config import Settings, default_data_dir
+from respond._logs import configure_logging
 from respond.protocol.limits import Limits
+
+if TYPE_CHECKING:
+    from respond.engines import Engine
 
 __all__ = ["main"]
 
@@ -131,6 +138,18 @@ def _parser() -> argparse.ArgumentParser:
         default=env("RESPOND_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
     )
+    serve.add_argument(
+        "--log-format",
+        default=env("RESPOND_LOG_FORMAT", "text"),
+        choices=["text", "json"],
+        help="text lines, or one JSON object per line (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--metrics-auth",
+        action="store_true",
+        default=env("RESPOND_METRICS_AUTH", "") not in ("", "0", "false"),
+        help="require the API key on /metrics too (default: open)",
+    )
     return parser
 
 
@@ -171,6 +190,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         n_predict=args.n_predict,
         temperature=args.temp,
         log_level=args.log_level,
+        log_format=args.log_format,
+        metrics_auth=args.metrics_auth,
         config_path=args.config,
         upstreams=list(args.upstream),
         upstream_key=args.upstream_key,
@@ -195,42 +216,78 @@ def serve(settings: Settings) -> None:
         )
     except ValueError as exc:
         raise SystemExit(f"respond: {exc}") from exc
+    keys = KeyRing.from_lines(settings.api_keys)
+    server: uvicorn.Server | None = None
+
+    async def announce() -> None:
+        # Engines have loaded; wait for the socket too, so the printed URL answers.
+        while server is None or not server.started:
+            await asyncio.sleep(0.05)
+        _announce(settings, engines, auth=keys.enabled)
+
     app = create_app(
         engines,
-        keys=KeyRing.from_lines(settings.api_keys),
+        keys=keys,
         store=store,
         max_body_mb=settings.max_body_mb,
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
         temperature=settings.temperature,
+        metrics_auth=settings.metrics_auth,
+        on_ready=announce,
     )
     logging.getLogger("respond").info(
-        "serving %s on http://%s:%d/v1",
+        "starting %s on http://%s:%d",
         ", ".join(f"'{name}' ({e.info.backend})" for name, e in engines.items()),
         settings.host,
         settings.port,
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=None,  # uvicorn's lines go through our handler (text or JSON)
         access_log=False,
         # A WebSocket response.create frame carries a create body: same limit as over HTTP.
         ws_max_size=settings.max_body_mb * 1024 * 1024,
     )
+    server = uvicorn.Server(config)
+    server.run()
+
+
+def _announce(settings: Settings, engines: Mapping[str, Engine], *, auth: bool) -> None:
+    from respond._banner import base_url, ready_banner, store_label
+
+    store = store_label(settings.store_url, settings.data_dir)
+    if settings.log_format == "json":
+        logging.getLogger("respond").info(
+            "ready",
+            extra={
+                "access": {
+                    "playground": base_url(settings.host, settings.port) + "/",
+                    "models": list(engines),
+                    "store": store,
+                    "auth": auth,
+                }
+            },
+        )
+        return
+    banner = ready_banner(
+        engines,
+        host=settings.host,
+        port=settings.port,
+        store=store,
+        auth=auth,
+        metrics_auth=settings.metrics_auth,
+    )
+    print(banner, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # httpx logs every upstream request at INFO; the access log already has one line each.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    configure_logging(args.log_level, args.log_format)
     if args.command == "serve":
         serve(_settings(args))
 

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.types import Receive
 
+from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.events import Event
 from respond.protocol.limits import Limits, load_json
+from respond.protocol.resource import ResponseResource
+from respond.responses.run import PreparedRun, Responses
 
-__all__ = ["JSONRoute", "KeyRing", "sse_frames", "tenant_of"]
+__all__ = ["JSONRoute", "KeyRing", "counted", "run_to_end", "sse_frames", "tenant_of"]
 
 
 class JSONRoute(APIRoute):
@@ -80,15 +85,19 @@ class KeyRing:
     def enabled(self) -> bool:
         return bool(self.keys)
 
-    def tenant(self, authorization: str | None) -> str | None:
-        """The tenant for an Authorization header; raises 401 when a key is required and wrong."""
+    def tenant(self, authorization: str | None, *, api_key: str | None = None) -> str | None:
+        """The tenant for an Authorization header (or, where the API has one, an x-api-key
+        header: `api_key`); raises 401 when a key is required and wrong."""
         if not self.enabled:
             return None
         scheme, _, token = (authorization or "").partition(" ")
+        if api_key and not (scheme.lower() == "bearer" and token):
+            scheme, token = "bearer", api_key
         if scheme.lower() != "bearer" or not token:
+            how = "'x-api-key: <key>' or " if api_key is not None else ""
             raise APIError(
                 401,
-                "Missing API key. Send 'Authorization: Bearer <key>' (see --api-key).",
+                f"Missing API key. Send {how}'Authorization: Bearer <key>' (see --api-key).",
                 code="invalid_api_key",
             )
         found: str | None = None
@@ -102,9 +111,14 @@ class KeyRing:
         return found
 
 
-def tenant_of(request: Request) -> str | None:
+def tenant_of(request: Request, *, x_api_key: bool = False) -> str | None:
+    """The request's tenant. `x_api_key`: the route's API (Anthropic's) also takes the key
+    in an x-api-key header."""
     ring: KeyRing = request.app.state.keys
-    return ring.tenant(request.headers.get("authorization"))
+    api_key = request.headers.get("x-api-key", "") if x_api_key else None
+    tenant = ring.tenant(request.headers.get("authorization"), api_key=api_key)
+    request.state.tenant = tenant  # for the access log
+    return tenant
 
 
 def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:
@@ -118,3 +132,48 @@ def sse_frame(event: Event | dict[str, Any], name: str | None = None) -> bytes:
 async def sse_frames(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
     async for event in events:
         yield sse_frame(event)
+
+
+# ---------------------------------------------------------------- running a prepared run
+
+
+async def counted(
+    request: Request, events: AsyncIterator[ev.Event]
+) -> AsyncGenerator[ev.Event, None]:
+    """Pass events through, noting the final usage for the access log."""
+    async for event in events:
+        if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
+            _note_usage(request, event.response)
+        yield event
+
+
+def _note_usage(request: Request, response: ResponseResource) -> None:
+    if response.usage is not None:
+        request.state.tokens = (response.usage.input_tokens, response.usage.output_tokens)
+
+
+async def run_to_end(request: Request, service: Responses, run: PreparedRun) -> ResponseResource:
+    """Run to the end; a client that hangs up stops generation (and the run ends cancelled)."""
+    final: ResponseResource | None = None
+
+    async def consume(scope: anyio.CancelScope) -> None:
+        nonlocal final
+        async for event in counted(request, service.events(run)):
+            if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
+                final = event.response
+        scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(consume, group.cancel_scope)
+        group.start_soon(_cancel_on_disconnect, request.receive, group.cancel_scope)
+    if final is None:
+        raise APIError(499, "Client closed the request.", code="client_closed_request")
+    return final
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return

@@ -149,6 +149,7 @@ async def chat_completions(request: Request, body: ChatBody) -> Response:
     tenant_of(request)
     service: Responses = request.app.state.responses
     engine = service.engine_for(body.model)
+    request.state.model = engine.info.id  # for the access log and /metrics
     if not engine.ready:
         raise APIError(503, "The model is still loading; retry shortly.", code="model_loading")
     turn = _turn(body, engine)

@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from starlette.types import Receive
 
-from respond.api._common import JSONRoute, sse_frame, sse_frames, tenant_of
+from respond.api._common import JSONRoute, counted, run_to_end, sse_frame, sse_frames, tenant_of
 from respond.api._docs import ERRORS, json_or_sse
 from respond.api._state import ListParams, not_found, store_of
-from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ResponseResource
@@ -41,15 +38,16 @@ async def create_response(request: Request, body: CreateResponseBody) -> Respons
     tenant = tenant_of(request)
     service: Responses = request.app.state.responses
     run = await service.prepare(body, tenant=tenant)
+    request.state.model = run.resource.model  # for the access log and /metrics
     if body.background:
         return await _background(request, run)
     if body.stream:
         return StreamingResponse(
-            sse_frames(_counted(request, service.events(run))),
+            sse_frames(counted(request, service.events(run))),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
-    response = await _complete(request, service, run)
+    response = await run_to_end(request, service, run)
     if response.status == "failed" and response.error is not None:
         raise APIError(run.failure_status, response.error.message, code=response.error.code)
     return JSONResponse(response.model_dump(mode="json"))
@@ -67,46 +65,6 @@ async def _background(request: Request, run: PreparedRun) -> Response:
     return StreamingResponse(
         _json_frames(events), media_type="text/event-stream", headers=SSE_HEADERS
     )
-
-
-async def _counted(request: Request, events: AsyncIterator[ev.Event]) -> AsyncIterator[ev.Event]:
-    """Pass events through, noting the final usage for the access log."""
-    async for event in events:
-        if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
-            _note_usage(request, event.response)
-        yield event
-
-
-def _note_usage(request: Request, response: ResponseResource) -> None:
-    if response.usage is not None:
-        request.state.tokens = (response.usage.input_tokens, response.usage.output_tokens)
-
-
-async def _complete(request: Request, service: Responses, run: PreparedRun) -> ResponseResource:
-    """Run to the end; a client that hangs up stops generation (and the run ends cancelled)."""
-    final: ResponseResource | None = None
-
-    async def consume(scope: anyio.CancelScope) -> None:
-        nonlocal final
-        async for event in _counted(request, service.events(run)):
-            if isinstance(event, ev.ResponseCompleted | ev.ResponseIncomplete | ev.ResponseFailed):
-                final = event.response
-        scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(consume, group.cancel_scope)
-        group.start_soon(_cancel_on_disconnect, request.receive, group.cancel_scope)
-    if final is None:
-        raise APIError(499, "Client closed the request.", code="client_closed_request")
-    return final
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 # ---------------------------------------------------------------- stored responses

@@ -15,6 +15,7 @@ from respond.engines._base import (
     EngineError,
     Finish,
     FunctionSpec,
+    LoadReport,
     ModelInfo,
     ReasoningDelta,
     Routing,
@@ -28,6 +29,7 @@ from respond.engines._base import (
     ToolCallStart,
     ToolChoice,
     UnsupportedSchemaError,
+    UpstreamLoad,
     Usage,
 )
 from respond.engines._order import DeltaOrder
@@ -44,6 +46,7 @@ __all__ = [
     "EngineError",
     "Finish",
     "FunctionSpec",
+    "LoadReport",
     "ModelInfo",
     "ReasoningDelta",
     "Routing",
@@ -57,6 +60,7 @@ __all__ = [
     "ToolCallStart",
     "ToolChoice",
     "UnsupportedSchemaError",
+    "UpstreamLoad",
     "Usage",
     "visible_tools",
 ]

@@ -31,6 +31,7 @@ __all__ = [
     "EngineError",
     "Finish",
     "FunctionSpec",
+    "LoadReport",
     "ModelInfo",
     "ReasoningDelta",
     "Routing",
@@ -44,6 +45,7 @@ __all__ = [
     "ToolCallStart",
     "ToolChoice",
     "UnsupportedSchemaError",
+    "UpstreamLoad",
     "Usage",
 ]
 
@@ -103,6 +105,7 @@ class Sampling:
     top_logprobs: int = 0
     logprobs: bool = False
     seed: int | None = None
+    top_k: int = 0  # 0: no top-k cut
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,27 @@ class ModelInfo:
     upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
 
 
+@dataclass(frozen=True)
+class UpstreamLoad:
+    """One server behind an engine: what it is doing now, and its failures so far."""
+
+    url: str
+    in_flight: int
+    healthy: bool
+    failures: int = 0  # requests to it that failed (connect, 5xx, timeout, broken stream)
+    failovers: int = 0  # requests that moved on from it to another server
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How busy an engine is, as /metrics shows it. Cheap to build: read at every scrape."""
+
+    slots: int | None = None  # sequences it runs at once; None when it has no slots
+    busy_slots: int = 0
+    queued: int = 0  # runs waiting for a slot
+    upstreams: tuple[UpstreamLoad, ...] = ()
+
+
 class Engine(ABC):
     """A model backend. Implement ``stream``; the rest has sensible defaults."""
 
@@ -340,6 +364,10 @@ class Engine(ABC):
     @property
     def load_error(self) -> str | None:
         """Why `load` failed, for /health and error messages; None while all is well."""
+        return None
+
+    def load_report(self) -> LoadReport | None:
+        """Its queue, slots and upstreams now, if it has any (no I/O: read at every scrape)."""
         return None
 
     async def health(self) -> list[dict[str, Any]] | None:

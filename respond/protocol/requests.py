@@ -262,6 +262,10 @@ class CreateResponseBody(WireIn):
     prompt_cache_key: str | None = None
     user: str | None = None
     seed: int | None = None
+    # Extensions beyond the Responses API (llama-server has both): the Messages API maps
+    # its top_k and stop_sequences here, and Responses clients may send them too.
+    top_k: int | None = Field(default=None, ge=0)
+    stop: list[str] = Field(default_factory=list, max_length=16)
 
     @field_validator("metadata")
     @classmethod

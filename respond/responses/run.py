@@ -29,6 +29,7 @@ from respond.engines._base import (
     SchemaFormat,
 )
 from respond.engines._order import checked
+from respond.metrics import Metrics, RunClock
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
 from respond.protocol.limits import Limits
@@ -39,6 +40,7 @@ from respond.protocol.requests import (
     TextFormatJsonSchema,
 )
 from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
+from respond.responses._stops import StopSequences
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
@@ -88,6 +90,8 @@ class PreparedRun:
     context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
     generate: bool = True
+    # The stop sequence (body.stop) the text ended at, once it has.
+    stop_sequence: str | None = None
 
 
 class Responses:
@@ -104,6 +108,7 @@ class Responses:
         n_predict: int | None = None,
         temperature: float = 1.0,
         limits: Limits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -118,6 +123,7 @@ class Responses:
         self.temperature = temperature  # `--temp`: for requests that set none
         self.limits = limits or Limits()
         self._running: set[str] = set()  # ids of the runs this process is streaming now
+        self.metrics = metrics or Metrics()
 
     # ------------------------------------------------------------ preparing
 
@@ -216,6 +222,7 @@ class Responses:
                 top_logprobs=body.top_logprobs or 0,
                 logprobs=LOGPROBS_INCLUDE in body.include,
                 seed=body.seed,
+                top_k=body.top_k or 0,
             ),
             max_output_tokens=body.max_output_tokens or self.n_predict,
             reasoning_effort=body.reasoning.effort if body.reasoning else None,
@@ -251,7 +258,9 @@ class Responses:
         droppable = sum(m.role != "system" for m in turn.messages) - 1  # keep the newest
         if truncation != "auto" or droppable < 1:
             overflow = ContextOverflowError(tokens, window)
-            raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+            raise APIError(
+                400, str(overflow), param="input", code="context_length_exceeded"
+            ) from overflow  # the numbers, for APIs that word this their own way
         messages = turn.messages
         fits: list[ChatMessage] | None = None
         low, high = 1, droppable  # invariant: dropping fewer than `low` does not fit
@@ -265,7 +274,9 @@ class Responses:
                 low = middle + 1
         if fits is None:
             overflow = ContextOverflowError(tokens, window)
-            raise APIError(400, str(overflow), param="input", code="context_length_exceeded")
+            raise APIError(
+                400, str(overflow), param="input", code="context_length_exceeded"
+            ) from overflow  # the numbers, for APIs that word this their own way
         turn.messages = fits
 
     def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
@@ -316,6 +327,7 @@ class Responses:
         )
         recorded = False
         self._running.add(run.resource.id)
+        clock = self.metrics.run_clock(run.resource.model)
         try:
             for event in builder.start():
                 yield event
@@ -325,12 +337,8 @@ class Responses:
                     yield event
             try:
                 if run.generate:
-                    async with aclosing(
-                        checked(run.engine.stream(run.turn), run.turn.cancel)
-                    ) as deltas:
-                        async for delta in deltas:
-                            for event in builder.push(delta):
-                                yield event
+                    async for event in self._generate(run, builder, clock):
+                        yield event
                 ending = builder.finish()
             except EngineError as exc:
                 run.failure_status = exc.status
@@ -346,6 +354,7 @@ class Responses:
             # Stored before done: a client that has seen the terminal event may at once
             # GET the response, chain on it or start the next turn, on any replica.
             recorded = True
+            clock.ended(builder.response)
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
             self._running.discard(run.resource.id)
@@ -358,8 +367,24 @@ class Responses:
                     # what was produced, marked cancelled, without yielding more.
                     run.turn.cancel.set()
                     builder.cancel()
+                clock.ended(builder.response)
                 with anyio.CancelScope(shield=True):
                     await self._record(run, builder)
+
+    async def _generate(
+        self, run: PreparedRun, builder: EventBuilder, clock: RunClock
+    ) -> AsyncGenerator[ev.Event, None]:
+        stops = StopSequences(run.body.stop)
+        clock.begin()
+        async with aclosing(checked(run.engine.stream(run.turn), run.turn.cancel)) as deltas:
+            async for delta in deltas:
+                clock.saw(delta)
+                for kept in stops.push(delta):
+                    for event in builder.push(kept):
+                        yield event
+                if stops.matched is not None and run.stop_sequence is None:
+                    run.stop_sequence = stops.matched
+                    run.turn.cancel.set()  # the engine ends the turn with Usage and Finish
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
         if self.recorder is None or not run.resource.store:

@@ -65,6 +65,8 @@ class Store(ABC):
     ttl_seconds: int
     # True when one process owns the store (SQLite): every other runner is then dead.
     exclusive: bool = False
+    # Told (operation, seconds, failed) after each operation; the app's metrics set it.
+    observer: Callable[[str, float, bool], None] | None = None
 
     @abstractmethod
     async def open(self) -> None:

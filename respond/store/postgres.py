@@ -125,7 +125,7 @@ class PostgresStore(SQLStore):
 
     async def publish(self, kind: str, response_id: str) -> None:
         """LISTEN/NOTIFY: every replica on this schema (this one too) gets the signal."""
-        async with self.transaction() as tx:
+        async with self.transaction("publish") as tx:
             await tx.fetch("SELECT pg_notify(?, ?)", self.channel, f"{kind}:{response_id}")
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
@@ -136,7 +136,7 @@ class PostgresStore(SQLStore):
         await tx.fetch("SELECT pg_advisory_xact_lock(?)", MIGRATION_LOCK)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
+    async def _transaction(self) -> AsyncIterator[Tx]:
         assert self.pool is not None, "the store is not open"
         async with self.pool.acquire() as conn, conn.transaction():
             yield _PostgresTx(conn)

@@ -1,7 +1,7 @@
 """The store in SQL, once: SQLite and PostgreSQL differ only in how they run a statement.
 
 Statements are written with `?` placeholders and plain types that both databases accept;
-a backend supplies `transaction()` (and PostgreSQL rewrites `?` as `$1, $2...`).
+a backend supplies `_transaction()` (and PostgreSQL rewrites `?` as `$1, $2...`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import base64
 import json
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import resources
 from typing import Any, Protocol
 
@@ -80,7 +80,24 @@ class SQLStore(Store):
             handler(kind, response_id)
 
     @abstractmethod
-    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
+    def _transaction(self) -> AbstractAsyncContextManager[Tx]: ...
+
+    @asynccontextmanager
+    async def transaction(self, operation: str = "transaction") -> AsyncIterator[Tx]:
+        """One transaction, timed for the store's observer (/metrics) under `operation`."""
+        started = time.perf_counter()
+        try:
+            async with self._transaction() as tx:
+                yield tx
+        except Exception as exc:
+            # An APIError is the client's (a bad cursor), not the store's.
+            self._observe(operation, started, failed=not isinstance(exc, APIError))
+            raise
+        self._observe(operation, started, failed=False)
+
+    def _observe(self, operation: str, started: float, *, failed: bool) -> None:
+        if self.observer is not None:
+            self.observer(operation, time.perf_counter() - started, failed)
 
     async def _lock_migrations(self, tx: Tx) -> None:
         """Keep two processes starting at once from migrating together."""
@@ -90,7 +107,7 @@ class SQLStore(Store):
 
     async def migrate(self) -> list[str]:
         applied_now = []
-        async with self.transaction() as tx:
+        async with self.transaction("migrate") as tx:
             await self._lock_migrations(tx)
             await tx.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
@@ -123,7 +140,7 @@ class SQLStore(Store):
         runner: str | None = None,
     ) -> None:
         rid, t, now = response["id"], _tenant(tenant), self._now()
-        async with self.transaction() as tx:
+        async with self.transaction("save_response") as tx:
             await self._drop_contents(tx, rid)
             # The row is updated in place, never deleted and re-inserted: a reader that
             # locks it meanwhile must find it again, not a deleted version.
@@ -179,7 +196,7 @@ class SQLStore(Store):
             )
 
     async def get_response(self, tenant: str | None, response_id: str) -> StoredResponse | None:
-        async with self.transaction() as tx:
+        async with self.transaction("get_response") as tx:
             rows = await tx.fetch(
                 "SELECT body FROM responses WHERE id = ? AND tenant = ? AND expires_at > ?",
                 response_id,
@@ -200,7 +217,7 @@ class SQLStore(Store):
         )
 
     async def delete_response(self, tenant: str | None, response_id: str) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("delete_response") as tx:
             if not await self._owned(tx, "responses", tenant, response_id):
                 return False
             return await self._drop_response(tx, response_id) > 0
@@ -221,7 +238,7 @@ class SQLStore(Store):
     async def append_events(
         self, tenant: str | None, response_id: str, events: list[JSON], response: JSON
     ) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("append_events") as tx:
             await self._insert_events(tx, response_id, events)
             await tx.execute(
                 "UPDATE responses SET status = ?, body = ? WHERE id = ? AND tenant = ?",
@@ -236,7 +253,7 @@ class SQLStore(Store):
         return bool(rows and rows[0][0])
 
     async def request_cancel(self, tenant: str | None, response_id: str) -> None:
-        async with self.transaction() as tx:
+        async with self.transaction("request_cancel") as tx:
             await tx.execute(
                 "UPDATE responses SET cancel_requested = 1 WHERE id = ? AND tenant = ?",
                 response_id,
@@ -246,7 +263,7 @@ class SQLStore(Store):
     async def events_after(
         self, tenant: str | None, response_id: str, after: int
     ) -> list[JSON] | None:
-        async with self.transaction() as tx:
+        async with self.transaction("events_after") as tx:
             if not await self._owned(tx, "responses", tenant, response_id):
                 return None
             rows = await tx.fetch(
@@ -260,7 +277,7 @@ class SQLStore(Store):
         self, tenant: str | None, owner: ItemOwner, owner_id: str, query: ListQuery
     ) -> Page | None:
         table = "conversations" if owner == "conversation" else "responses"
-        async with self.transaction() as tx:
+        async with self.transaction("list_items") as tx:
             if not await self._owned(tx, table, tenant, owner_id):
                 return None
             where, args = await self._cursor(tx, owner, owner_id, query)
@@ -303,7 +320,7 @@ class SQLStore(Store):
         return where, args
 
     async def find_item(self, tenant: str | None, item_id: str) -> JSON | None:
-        async with self.transaction() as tx:
+        async with self.transaction("find_item") as tx:
             now = self._now()
             rows = await tx.fetch(
                 "SELECT body FROM items WHERE tenant = ? AND item_id = ? AND ("
@@ -319,7 +336,7 @@ class SQLStore(Store):
         return json.loads(rows[0][0]) if rows else None
 
     async def heartbeat(self, runner: str) -> None:
-        async with self.transaction() as tx:
+        async with self.transaction("heartbeat") as tx:
             await tx.execute(
                 "INSERT INTO runners (id, seen_at) VALUES (?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
@@ -329,7 +346,7 @@ class SQLStore(Store):
 
     async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
         alive_since = self._now() + 1 if self.exclusive else self._now() - stale_after
-        async with self.transaction() as tx:
+        async with self.transaction("orphans") as tx:
             rows = await tx.fetch(
                 "SELECT r.tenant, r.body FROM responses r LEFT JOIN runners w ON w.id = r.runner "
                 "WHERE r.status IN (?, ?) AND (r.runner IS NULL OR r.runner <> ?) "
@@ -343,7 +360,7 @@ class SQLStore(Store):
     async def end_unfinished(
         self, tenant: str | None, response_id: str, response: JSON, event: JSON
     ) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("end_unfinished") as tx:
             rows = await tx.fetch(
                 f"SELECT status FROM responses WHERE id = ? AND tenant = ?{self.for_update}",
                 response_id,
@@ -366,7 +383,7 @@ class SQLStore(Store):
         self, tenant: str | None, conversation: JSON, items: list[JSON]
     ) -> None:
         t, now = _tenant(tenant), self._now()
-        async with self.transaction() as tx:
+        async with self.transaction("create_conversation") as tx:
             await tx.execute(
                 "INSERT INTO conversations (id, tenant, body, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -379,7 +396,7 @@ class SQLStore(Store):
             await self._insert_items(tx, t, "conversation", conversation["id"], 0, items)
 
     async def get_conversation(self, tenant: str | None, conversation_id: str) -> JSON | None:
-        async with self.transaction() as tx:
+        async with self.transaction("get_conversation") as tx:
             rows = await tx.fetch(
                 "SELECT body FROM conversations WHERE id = ? AND tenant = ? AND expires_at > ?",
                 conversation_id,
@@ -391,7 +408,7 @@ class SQLStore(Store):
     async def update_conversation(
         self, tenant: str | None, conversation_id: str, metadata: dict[str, str]
     ) -> JSON | None:
-        async with self.transaction() as tx:
+        async with self.transaction("update_conversation") as tx:
             rows = await tx.fetch(
                 "SELECT body FROM conversations WHERE id = ? AND tenant = ? AND expires_at > ?"
                 f"{self.for_update}",
@@ -412,7 +429,7 @@ class SQLStore(Store):
         return conversation
 
     async def delete_conversation(self, tenant: str | None, conversation_id: str) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("delete_conversation") as tx:
             deleted = await tx.execute(
                 "DELETE FROM conversations WHERE id = ? AND tenant = ? AND expires_at > ?",
                 conversation_id,
@@ -429,7 +446,7 @@ class SQLStore(Store):
     async def add_conversation_items(
         self, tenant: str | None, conversation_id: str, items: list[JSON]
     ) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("add_conversation_items") as tx:
             return await self._append(tx, _tenant(tenant), conversation_id, items)
 
     async def _append(self, tx: Tx, tenant: str, conversation_id: str, items: list[JSON]) -> bool:
@@ -450,7 +467,7 @@ class SQLStore(Store):
         return True
 
     async def conversation_items(self, tenant: str | None, conversation_id: str) -> list[JSON]:
-        async with self.transaction() as tx:
+        async with self.transaction("conversation_items") as tx:
             rows = await tx.fetch(
                 "SELECT body FROM items WHERE owner_id = ? AND owner = 'conversation' "
                 "AND tenant = ? ORDER BY position",
@@ -462,7 +479,7 @@ class SQLStore(Store):
     async def get_conversation_item(
         self, tenant: str | None, conversation_id: str, item_id: str
     ) -> JSON | None:
-        async with self.transaction() as tx:
+        async with self.transaction("get_conversation_item") as tx:
             if not await self._owned(tx, "conversations", tenant, conversation_id):
                 return None
             rows = await tx.fetch(
@@ -476,7 +493,7 @@ class SQLStore(Store):
     async def delete_conversation_item(
         self, tenant: str | None, conversation_id: str, item_id: str
     ) -> bool:
-        async with self.transaction() as tx:
+        async with self.transaction("delete_conversation_item") as tx:
             if not await self._owned(tx, "conversations", tenant, conversation_id):
                 return False
             deleted = await tx.execute(
@@ -490,7 +507,7 @@ class SQLStore(Store):
 
     async def purge_expired(self) -> int:
         now = self._now()
-        async with self.transaction() as tx:
+        async with self.transaction("purge_expired") as tx:
             expired = "SELECT id FROM responses WHERE expires_at <= ?"
             await tx.execute(f"DELETE FROM response_events WHERE response_id IN ({expired})", now)
             await tx.execute(
@@ -509,7 +526,7 @@ class SQLStore(Store):
         return count
 
     async def secret(self, name: str, make: bytes) -> bytes:
-        async with self.transaction() as tx:
+        async with self.transaction("secret") as tx:
             await tx.execute(
                 "INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
                 name,

@@ -100,7 +100,7 @@ class SQLiteStore(SQLStore):
         return self._call(lambda: fn(conn))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
+    async def _transaction(self) -> AsyncIterator[Tx]:
         async with self._lock:
             await self._run(lambda c: c.execute("BEGIN IMMEDIATE"))
             try:

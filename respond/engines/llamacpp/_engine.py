@@ -28,6 +28,7 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Finish,
+    LoadReport,
     ModelInfo,
     TextDelta,
     TokenLogprob,
@@ -102,6 +103,7 @@ class LlamaCppEngine(Engine):
         self._load_error: str | None = None
         self._lock: asyncio.Lock | None = None
         self._cpu = CpuWork()  # rendering, tokenizing, grammars: never on the event loop
+        self._waiting = 0  # runs queued for the context (load_report)
 
     # ------------------------------------------------------------ loading
 
@@ -213,6 +215,11 @@ class LlamaCppEngine(Engine):
         if self._load_error is not None:
             raise EngineError(self._load_error, code="model_unavailable", status=503)
 
+    def load_report(self) -> LoadReport:
+        # One context, one sequence at a time: a single slot.
+        busy = self._lock is not None and self._lock.locked()
+        return LoadReport(slots=1, busy_slots=int(busy), queued=self._waiting)
+
     # ------------------------------------------------------------ generation
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
@@ -234,7 +241,11 @@ class LlamaCppEngine(Engine):
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(lock.release)
 
-        await lock.acquire()
+        self._waiting += 1
+        try:
+            await lock.acquire()
+        finally:
+            self._waiting -= 1
         try:
             # A big stack: the sampler parses the turn's grammar in this thread (_native.py).
             big_stack_thread(self._work, (tokens, turn, emit, release), "respond-generate")
@@ -336,7 +347,7 @@ class LlamaCppEngine(Engine):
                 tokens,
                 temp=sampling.temperature,
                 top_p=sampling.top_p,
-                top_k=0,
+                top_k=sampling.top_k,
                 min_p=0.0,
                 repeat_penalty=1.0,
                 presence_penalty=sampling.presence_penalty,

@@ -68,6 +68,10 @@ _TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array",
 # Keywords whose value is a map of name -> subschema.
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+# Length and count bounds become one grammar rule per step: Claude Code's `maxLength:
+# 524288` alone would be a 4 MB grammar. Larger bounds are not enforced.
+_BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
+_MAX_BOUND = 1000
 
 
 def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
@@ -91,6 +95,8 @@ def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
 def _unsupported_value(keyword: str, value: Any, where: str) -> tuple[str, str] | None:
     if keyword == "format" and value not in _FORMATS:
         return (f"format: {value}", where)
+    if keyword in _BOUNDS and isinstance(value, int) and value > _MAX_BOUND:
+        return (f"{keyword}: {value} (above {_MAX_BOUND})", where)
     if keyword == "type":
         kinds = value if isinstance(value, list) else [value]
         if any(kind not in _TYPES for kind in kinds):
@@ -212,9 +218,30 @@ def _converter() -> Any:
 def _value_rule(converter: Any, schema: Mapping[str, Any] | None, name: str, url: str) -> str:
     if schema is None:
         return str(converter._add_primitive("object", PRIMITIVE_RULES["object"]))
-    prefixed = _prefix_defs(json.loads(json.dumps(schema)), name)
+    prefixed = _prefix_defs(_any_where_untyped(json.loads(json.dumps(schema))), name)
     resolved = converter.resolve_refs(prefixed, url)
     return str(converter.visit(resolved, name))
+
+
+def _any_where_untyped(schema: Any, *, root: bool = True) -> Any:
+    """Give every subschema that only annotates (`{}`, `{"description": ...}`: any JSON
+    value) every type, which llama.cpp's converter understands; it rejects such a schema,
+    or reads `{}` as "an object" (right at the root only: arguments are an object)."""
+    if not isinstance(schema, dict):
+        return schema
+    if not root and all(key in _ANNOTATIONS for key in schema):
+        schema["type"] = sorted(_TYPES)
+        return schema
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                _any_where_untyped(sub, root=False)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                _any_where_untyped(sub, root=False)
+        elif key in ("items", "additionalProperties"):
+            _any_where_untyped(value, root=False)
+    return schema
 
 
 def _prefix_defs(schema: Any, prefix: str) -> Any:

@@ -26,6 +26,7 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Finish,
+    LoadReport,
     ReasoningDelta,
     TextDelta,
     ToolCallArgumentsDelta,
@@ -314,6 +315,9 @@ class ChatCompletionsEngine(Engine):
 
     async def health(self) -> list[dict[str, Any]]:
         return await self.pool.health()
+
+    def load_report(self) -> LoadReport:
+        return self.pool.load_report()
 
     async def aclose(self) -> None:
         await self.pool.aclose()

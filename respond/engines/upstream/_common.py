@@ -66,6 +66,8 @@ def sampling_body(sampling: Sampling, api: Literal["chat", "responses"]) -> dict
         body["frequency_penalty"] = sampling.frequency_penalty
     if api == "chat" and sampling.seed is not None:
         body["seed"] = sampling.seed
+    if api == "chat" and sampling.top_k:
+        body["top_k"] = sampling.top_k  # llama-server, vLLM and Ollama accept it
     if sampling.logprobs:
         if api == "chat":
             body["logprobs"] = True

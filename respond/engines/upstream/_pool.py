@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from respond._config import Timeouts
-from respond.engines._base import EngineError, ModelInfo
+from respond.engines._base import EngineError, LoadReport, ModelInfo, UpstreamLoad
 
 __all__ = ["UpstreamHTTPError", "UpstreamPool", "UpstreamStream", "upstream_error"]
 
@@ -45,6 +45,8 @@ class Member:
     healthy: bool = True
     last_error: str | None = None
     checked_at: float = 0.0
+    failures: int = 0  # requests to it that failed, for /metrics
+    failovers: int = 0  # requests that moved on from it to the next member
     probe: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -90,6 +92,14 @@ class UpstreamPool:
             backend=backend,
             vision=vision,
             upstreams=tuple(member.base_url for member in self.members),
+        )
+
+    def load_report(self) -> LoadReport:
+        return LoadReport(
+            upstreams=tuple(
+                UpstreamLoad(m.base_url, m.in_flight, m.healthy, m.failures, m.failovers)
+                for m in self.members
+            )
         )
 
     # ------------------------------------------------------------ client
@@ -214,7 +224,8 @@ class UpstreamPool:
         EngineError at once (the upstream received the request, so it is not retried).
         """
         failures: list[str] = []
-        for member in self._order(affinity):
+        order = self._order(affinity)
+        for position, member in enumerate(order):
             request = self.client.build_request("POST", member.base_url + path, json=body)
             member.in_flight += 1
             sent = time.monotonic()
@@ -222,21 +233,34 @@ class UpstreamPool:
                 response = await self._send(request)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 member.in_flight -= 1
+                member.failures += 1
+                if position + 1 < len(order):
+                    member.failovers += 1  # the request moves on to the next member
                 self.mark_down(member, describe(exc))
                 failures.append(f"{member.base_url}: {describe(exc)}")
                 continue
+            except EngineError:  # no headers in time, or a transport error
+                member.in_flight -= 1
+                member.failures += 1
+                raise
             except BaseException:
                 member.in_flight -= 1
                 raise
             try:
                 self._mark_up(member)
                 if response.status_code >= 400:
+                    if response.status_code >= 500:
+                        member.failures += 1
                     raise await _http_error(member, response, self.timeouts.idle)
                 self.remember(affinity, member)
                 # first_byte covers the headers and the first chunk together.
                 waited = time.monotonic() - sent
                 first = max(0.001, self.timeouts.first_byte - waited)
-                yield UpstreamStream(response, member, self.timeouts, cancel, first_chunk=first)
+                try:
+                    yield UpstreamStream(response, member, self.timeouts, cancel, first_chunk=first)
+                except EngineError:  # timed out, broke off, or sent nonsense mid-stream
+                    member.failures += 1
+                    raise
             finally:
                 member.in_flight -= 1
                 await response.aclose()

@@ -18,6 +18,7 @@ from respond.engines._base import (
     Delta,
     Engine,
     Finish,
+    LoadReport,
     ReasoningDelta,
     TextDelta,
     ToolCallArgumentsDelta,
@@ -247,6 +248,9 @@ class ResponsesEngine(Engine):
 
     async def health(self) -> list[dict[str, Any]]:
         return await self.pool.health()
+
+    def load_report(self) -> LoadReport:
+        return self.pool.load_report()
 
     async def aclose(self) -> None:
         await self.pool.aclose()

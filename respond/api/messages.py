@@ -1,0 +1,143 @@
+"""POST /v1/messages and /v1/messages/count_tokens: the Anthropic Messages API, for Claude
+Code and the Anthropic SDKs, from the same run as /v1/responses (see _messages_wire.py).
+
+Errors on these routes use Anthropic's envelope and every answer carries a request-id
+header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from respond._ids import new_id
+from respond.api._common import JSONRoute, counted, run_to_end, tenant_of
+from respond.api._docs import json_or_sse
+from respond.api._messages_wire import (
+    MessageStream,
+    error_type,
+    message_of,
+    request_body,
+)
+from respond.engines import ContextOverflowError
+from respond.protocol import events as ev
+from respond.protocol import messages as m
+from respond.protocol.errors import APIError
+from respond.responses.run import PreparedRun, Responses
+
+__all__ = ["MESSAGES_PREFIX", "error_response", "router"]
+
+router = APIRouter(route_class=JSONRoute, tags=["messages"])
+
+MESSAGES_PREFIX = "/v1/messages"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": m.MessagesError, "description": "The request is wrong (Anthropic's envelope)"},
+    "5XX": {"model": m.MessagesError, "description": "The server or an upstream failed"},
+}
+
+
+# `?beta=true` (Claude Code sends it) and the anthropic-version / anthropic-beta headers
+# are accepted and change nothing: respond serves one version of the API.
+
+
+@router.post("/v1/messages", responses={**json_or_sse(m.Message), **ERRORS})
+async def create_message(request: Request, body: m.MessagesBody) -> Response:
+    """A Message (Anthropic's Messages API): JSON, or Server-Sent Events with `stream: true`."""
+    headers = {"request-id": _request_id(request)}
+    tenant = tenant_of(request, x_api_key=True)
+    service: Responses = request.app.state.responses
+    engine = service.engine_for(body.model)
+    run = await service.prepare(
+        request_body(body, engine=engine, sealer=service.sealer), tenant=tenant
+    )
+    if body.stream:
+        frames = _frames(run, counted(request, service.events(run)))
+        headers.update(SSE_HEADERS)
+        return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+    response = await run_to_end(request, service, run)
+    if response.status == "failed" and response.error is not None:
+        raise APIError(run.failure_status, response.error.message, code=response.error.code)
+    return JSONResponse(message_of(response, run).wire(), headers=headers)
+
+
+@router.post("/v1/messages/count_tokens", response_model=m.TokenCount, responses=ERRORS)
+async def count_tokens(request: Request, body: m.CountTokensBody) -> JSONResponse:
+    """How many input tokens a Messages request would cost (template and tools included)."""
+    headers = {"request-id": _request_id(request)}
+    tenant = tenant_of(request, x_api_key=True)
+    service: Responses = request.app.state.responses
+    engine = service.engine_for(body.model)
+    run_body = request_body(body, engine=engine, sealer=service.sealer)
+    tokens = await service.count_input_tokens(run_body, tenant)
+    return JSONResponse({"input_tokens": tokens}, headers=headers)
+
+
+# A long prompt can take minutes to read on a CPU before the first token; Claude Code
+# gives up on a stream that stays silent for 5 minutes, so silence is filled with pings.
+PING_EVERY = 10.0
+
+
+async def _frames(run: PreparedRun, events: AsyncGenerator[ev.Event, None]) -> AsyncIterator[bytes]:
+    stream = MessageStream(run)
+    async for event in _with_pings(events, PING_EVERY):
+        for out in stream.translate(event) if event is not None else [m.Ping()]:
+            yield f"event: {out.type}\ndata: {out.model_dump_json()}\n\n".encode()
+
+
+async def _with_pings(
+    events: AsyncGenerator[ev.Event, None], every: float
+) -> AsyncIterator[ev.Event | None]:
+    """`events`, with a None after each `every` seconds that pass without one."""
+    ahead: asyncio.Future[ev.Event] = asyncio.ensure_future(anext(events))
+    try:
+        while True:
+            done, _ = await asyncio.wait({ahead}, timeout=every)
+            if not done:
+                yield None
+                continue
+            try:
+                event = ahead.result()
+            except StopAsyncIteration:
+                return
+            yield event
+            ahead = asyncio.ensure_future(anext(events))
+    finally:
+        # The client left (or the run ended): stop the run where it waits, then close it,
+        # which cancels generation.
+        ahead.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await ahead
+        await events.aclose()
+
+
+def _request_id(request: Request) -> str:
+    """This request's id, made once: the success answer and any error share it."""
+    rid: str | None = getattr(request.state, "request_id", None)
+    if rid is None:
+        rid = new_id("req")
+        request.state.request_id = rid
+    return rid
+
+
+def error_response(
+    request: Request, status: int, message: str, cause: object = None
+) -> JSONResponse:
+    """An error in Anthropic's envelope, with the request-id header."""
+    if isinstance(cause, ContextOverflowError):
+        # Claude Code looks for "prompt is too long" to compact its conversation.
+        message = (
+            f"prompt is too long: {cause.prompt_tokens} tokens > "
+            f"{cause.context_window - 1} maximum (the model's context window is "
+            f"{cause.context_window} tokens, and output needs room too)"
+        )
+    rid = _request_id(request)
+    body = m.MessagesError(
+        error=m.MessagesErrorDetail(type=error_type(status), message=message), request_id=rid
+    )
+    return JSONResponse(body.wire(), status_code=status, headers={"request-id": rid})

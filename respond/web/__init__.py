@@ -1,0 +1,1 @@
+"""The playground page: static HTML, CSS and ES modules, served by respond/api/web.py."""
