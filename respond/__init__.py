@@ -9,6 +9,7 @@ from respond.app import create_app
 from respond.engines import (
     ChatMessage,
     ChatTurn,
+    ConstraintError,
     ContextOverflowError,
     Delta,
     DeltaOrder,
@@ -38,6 +39,7 @@ from respond.engines import (
 __all__ = [
     "ChatMessage",
     "ChatTurn",
+    "ConstraintError",
     "ContextOverflowError",
     "Delta",
     "DeltaOrder",

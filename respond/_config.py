@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from respond.protocol.limits import Limits
+
 __all__ = ["McpServerConfig", "McpSettings", "Settings", "Timeouts", "default_data_dir"]
 
 
@@ -35,6 +37,7 @@ class Settings:
     secret_key: str | None = None  # None: a key generated once in data_dir
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
+    limits: Limits = field(default_factory=Limits)  # request limits (docs/api.md#limits)
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none
     reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning

@@ -24,6 +24,7 @@ from respond.engines._base import Engine
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
+from respond.protocol.limits import Limits
 from respond.responses.background import Runs
 from respond.responses.history import History
 from respond.responses.hosted.mcp import McpTools
@@ -49,6 +50,7 @@ def create_app(
     sealer: Sealer | None = None,
     n_predict: int | None = None,
     temperature: float = 1.0,
+    limits: Limits | None = None,
     metrics_auth: bool = False,
     on_ready: Callable[[], Awaitable[None]] | None = None,
     mcp: McpSettings | None = None,
@@ -65,6 +67,7 @@ def create_app(
         history=history,
         n_predict=n_predict,
         temperature=temperature,
+        limits=limits,
         metrics=meters,
         mcp=McpTools(mcp),
         reasoning_events=reasoning_events,
@@ -143,7 +146,8 @@ def create_app(
         message = "Not found." if exc.status_code == 404 else str(exc.detail)
         if anthropic(request):
             return messages.error_response(request, exc.status_code, message)
-        return JSONResponse(error_body(message, type=kind), status_code=exc.status_code)
+        code = _HTTP_CODES.get(exc.status_code, kind)
+        return JSONResponse(error_body(message, type=kind, code=code), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -152,8 +156,22 @@ def create_app(
             return messages.error_response(request, status, body["error"]["message"])
         return JSONResponse(body, status_code=status)
 
+    @app.exception_handler(Exception)
+    async def _server_error(request: Request, exc: Exception) -> JSONResponse:
+        # A bug, not the client's fault: still the error envelope, and logged in full.
+        log.error("unhandled error", exc_info=exc)
+        message = "The server had an error processing the request."
+        if anthropic(request):
+            return messages.error_response(request, 500, message)
+        body = error_body(message, type="server_error", code="server_error")
+        return JSONResponse(body, status_code=500)
+
     app.add_middleware(AccessLog, metrics=meters)
     return app
+
+
+# Every error has a code: routing errors too.
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
 def _request_error(exc: RequestValidationError) -> tuple[dict[str, Any], int]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from respond._config import Settings, default_data_dir
 from respond._logs import configure_logging
+from respond.protocol.limits import Limits
 
 if TYPE_CHECKING:
     from respond.engines import Engine
@@ -87,6 +88,18 @@ def _parser() -> argparse.ArgumentParser:
         "in the data dir as secret.key)",
     )
     serve.add_argument("--max-body-mb", type=int, default=32)
+    serve.add_argument(
+        "--max-input-items",
+        type=int,
+        default=int(env("RESPOND_MAX_INPUT_ITEMS", str(Limits.input_items))),
+        help="input items one request may send (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-tools",
+        type=int,
+        default=int(env("RESPOND_MAX_TOOLS", str(Limits.tools))),
+        help="tools one request may define (default: %(default)s)",
+    )
     serve.add_argument(
         "--config",
         type=Path,
@@ -195,6 +208,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
+        limits=Limits(input_items=args.max_input_items, tools=args.max_tools),
         n_predict=args.n_predict,
         temperature=args.temp,
         reasoning_events=args.reasoning_events,
@@ -248,6 +262,7 @@ def serve(settings: Settings) -> None:
         keys=keys,
         store=store,
         max_body_mb=settings.max_body_mb,
+        limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
         temperature=settings.temperature,

@@ -18,6 +18,7 @@ from starlette.types import Receive
 
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
+from respond.protocol.limits import Limits, load_json
 from respond.protocol.resource import ResponseResource
 from respond.responses.run import PreparedRun, Responses
 
@@ -66,14 +67,8 @@ async def _read_json(request: Request, *, max_bytes: int) -> None:
                 f"Request body is larger than the {max_bytes // (1024 * 1024)} MiB limit.",
                 code="request_too_large",
             )
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise APIError(
-            400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
-        ) from exc
-    if not isinstance(data, dict):
-        raise APIError(400, "The request body must be a JSON object.", code="invalid_json")
+    limits: Limits = request.app.state.responses.limits
+    data = load_json(bytes(raw), limits, "request body")
     # Hand FastAPI the parsed body (Starlette caches both), declared as the JSON it is.
     request._body = bytes(raw)
     request._json = data

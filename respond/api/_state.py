@@ -8,18 +8,27 @@ from fastapi import Depends, Query, Request
 
 from respond.api._common import tenant_of
 from respond.protocol.errors import APIError
+from respond.protocol.limits import Limits, check_id
 from respond.responses.history import History
 from respond.store.base import JSON, ItemOwner, ListQuery, Store, UnknownCursorError
 
-__all__ = ["ListParams", "history_of", "item_page", "not_found", "store_of"]
+__all__ = ["ListParams", "history_of", "item_page", "limits_of", "not_found", "store_of"]
 
 
 def store_of(request: Request, kind: str, object_id: str) -> Store:
-    """The store; without one (an app made with no store) nothing is ever found."""
+    """The store; without one (an app made with no store) nothing is ever found.
+
+    `object_id` comes from the path: one no store could hold is a 400, not a store error."""
+    check_id(object_id, f"{kind}_id", limits_of(request))
     store: Store | None = request.app.state.store
     if store is None:
         raise not_found(kind, object_id)
     return store
+
+
+def limits_of(request: Request) -> Limits:
+    limits: Limits = request.app.state.responses.limits
+    return limits
 
 
 def history_of(request: Request) -> History:
@@ -34,12 +43,16 @@ def not_found(kind: str, object_id: str, param: str | None = None) -> APIError:
 
 
 def _list_query(
+    request: Request,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size, 1-100.")] = 20,
     order: Annotated[Literal["asc", "desc"], Query(description="By position.")] = "desc",
     after: Annotated[str | None, Query(max_length=256, description="An item id.")] = None,
     before: Annotated[str | None, Query(max_length=256, description="An item id.")] = None,
 ) -> ListQuery:
     """Cursor pagination as OpenAI does it; FastAPI validates (and documents) each value."""
+    for name, value in (("after", after), ("before", before)):
+        if value:
+            check_id(value, name, limits_of(request))  # no NUL or bad Unicode reaches a store
     return ListQuery(limit=limit, order=order, after=after or None, before=before or None)
 
 

@@ -10,7 +10,15 @@ from fastapi.responses import JSONResponse
 from respond._ids import new_id
 from respond.api._common import JSONRoute, tenant_of
 from respond.api._docs import ERRORS
-from respond.api._state import ListParams, history_of, item_page, not_found, store_of
+from respond.api._state import (
+    ListParams,
+    history_of,
+    item_page,
+    limits_of,
+    not_found,
+    store_of,
+)
+from respond.protocol.limits import check_id
 from respond.protocol.state import (
     Conversation,
     ConversationCreateBody,
@@ -97,6 +105,7 @@ async def list_items(request: Request, conversation_id: str, query: ListParams) 
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
+    check_id(item_id, "item_id", limits_of(request))
     item = await store.get_conversation_item(tenant, conversation_id, item_id)
     if item is None:
         raise await _missing(request, tenant, conversation_id, item_id)
@@ -111,6 +120,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     store = store_of(request, KIND, conversation_id)
+    check_id(item_id, "item_id", limits_of(request))
     if not await store.delete_conversation_item(tenant, conversation_id, item_id):
         raise await _missing(request, tenant, conversation_id, item_id)
     conversation = await store.get_conversation(tenant, conversation_id)

@@ -81,7 +81,7 @@ class Connection:
         self.socket = socket
         self.service = service
         self.tenant = tenant
-        self._busy = False
+        self._turn_running: object | None = None  # the token of the turn in flight
         self._send_lock = anyio.Lock()
         # response id -> its whole context (input items then output items), oldest first.
         self._memory: OrderedDict[str, _Kept] = OrderedDict()
@@ -97,7 +97,7 @@ class Connection:
                 raw = message.get("text")
                 if raw is None:
                     raw = message.get("bytes") or b""
-                if self._busy:
+                if self._turn_running is not None:
                     await self._send_error(
                         APIError(
                             409,
@@ -107,14 +107,14 @@ class Connection:
                         )
                     )
                     continue
-                self._busy = True
-                group.start_soon(self._turn, raw)
+                token = self._turn_running = object()
+                group.start_soon(self._turn, raw, token)
             # The client left: stop the run in flight (it ends cancelled and is recorded).
             group.cancel_scope.cancel()
 
-    async def _turn(self, raw: str | bytes) -> None:
+    async def _turn(self, raw: str | bytes, token: object) -> None:
         try:
-            await self._run_turn(raw)
+            await self._run_turn(raw, token)
         except APIError as exc:
             log.info("WS /v1/responses error %d %s", exc.status, exc.code or exc.type)
             self._forget_all()
@@ -126,15 +126,30 @@ class Connection:
             self._forget_all()
             await self._send_error(APIError(500, f"The server had an error: {exc}"))
         finally:
-            self._busy = False
+            self._release(token)
 
-    async def _run_turn(self, raw: str | bytes) -> None:
-        frame = parse_frame(raw)
+    def _release(self, token: object) -> None:
+        """The connection is free for the next response.create (once per turn)."""
+        if self._turn_running is token:
+            self._turn_running = None
+
+    async def _run_turn(self, raw: str | bytes, token: object) -> None:
+        frame = parse_frame(raw, self.service.limits)
         body = frame.body
         history = self._history(body.previous_response_id)
         run = await self.service.prepare(body, tenant=self.tenant, remembered=history)
         run.generate = frame.generate
-        final = await self._stream(run)
+        async with aclosing(self.service.events(run)) as events:
+            async for event in events:
+                if isinstance(event, ev.TERMINAL_EVENTS):
+                    # The run is stored by now (it records before its terminal event): take
+                    # note and free the connection first, so a response.create sent the
+                    # moment the client sees this event runs instead of getting a 409.
+                    self._ended(run, event.response)
+                    self._release(token)
+                await self._send(event.model_dump_json())
+
+    def _ended(self, run: PreparedRun, final: ResponseResource) -> None:
         usage = final.usage
         log.info(
             "WS /v1/responses %s %s%s",
@@ -146,16 +161,6 @@ class Connection:
             self._forget_all()
             return
         self._remember(final, run.context)
-
-    async def _stream(self, run: PreparedRun) -> ResponseResource:
-        final: ResponseResource | None = None
-        async with aclosing(self.service.events(run)) as events:
-            async for event in events:
-                if isinstance(event, ev.TERMINAL_EVENTS):
-                    final = event.response
-                await self._send(event.model_dump_json())
-        assert final is not None, "Responses.events always ends with a terminal event"
-        return final
 
     # ------------------------------------------------------------ memory
 

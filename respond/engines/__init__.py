@@ -8,6 +8,7 @@ them. `respond.testing` ships scripted fake engines to test with.
 from respond.engines._base import (
     ChatMessage,
     ChatTurn,
+    ConstraintError,
     ContextOverflowError,
     Delta,
     Engine,
@@ -37,6 +38,7 @@ from respond.engines._tools import visible_tools
 __all__ = [
     "ChatMessage",
     "ChatTurn",
+    "ConstraintError",
     "ContextOverflowError",
     "Delta",
     "DeltaOrder",

@@ -24,6 +24,7 @@ from typing import Any, Literal
 __all__ = [
     "ChatMessage",
     "ChatTurn",
+    "ConstraintError",
     "ContextOverflowError",
     "Delta",
     "Engine",
@@ -152,6 +153,8 @@ class ChatTurn:
     reasoning_effort: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     routing: Routing = field(default_factory=Routing)
+    # What the engine's `prepare` made of this turn (a built grammar, ...); only it reads this.
+    prepared: Any = None
 
 
 # ---------------------------------------------------------------- what comes out
@@ -258,6 +261,22 @@ class ContextOverflowError(Exception):
         )
 
 
+class ConstraintError(Exception):
+    """A schema or grammar the engine cannot build or parse: the client's to fix (a 400).
+
+    ``tool``: the function whose parameters it is; None for the text format (or for the
+    whole, when only the combination fails). ``code``: invalid_json_schema or invalid_grammar.
+    """
+
+    def __init__(
+        self, message: str, *, code: str = "invalid_json_schema", tool: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.tool = tool
+
+
 class UnsupportedSchemaError(Exception):
     """A JSON Schema uses a keyword this engine cannot enforce (at `where`, a dotted path)."""
 
@@ -332,6 +351,13 @@ class Engine(ABC):
         raise EngineError(
             f"The model '{self.info.id}' cannot count input tokens.", code="unsupported", status=501
         )
+
+    async def prepare(self, turn: ChatTurn) -> None:
+        """Work that can fail because of the request, done before anything is streamed
+        (building and parsing the grammar of a schema, ...), off the event loop. Keep what
+        ``stream`` will reuse in ``turn.prepared``; raise ConstraintError for what the
+        client must fix. Default: nothing to do."""
+        return None
 
     def check_schema(self, schema: Mapping[str, Any]) -> None:
         """Raise UnsupportedSchemaError if this engine would not enforce all of `schema`

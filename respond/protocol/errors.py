@@ -31,6 +31,18 @@ _TYPES = {
 }
 
 
+# The code of an error raised without one: every error the client sees has a code.
+_CODES = {
+    400: "invalid_value",
+    401: "invalid_api_key",
+    403: "permission_denied",
+    404: "not_found",
+    409: "conflict",
+    413: "request_too_large",
+    429: "rate_limit_exceeded",
+}
+
+
 class APIError(Exception):
     """An error the client should see, with its HTTP status."""
 
@@ -47,7 +59,9 @@ class APIError(Exception):
         self.status = status
         self.message = message
         self.param = param
-        self.code = code
+        self.code = code or _CODES.get(
+            status, "server_error" if status >= 500 else "invalid_request"
+        )
         self.type = type or _TYPES.get(status, "invalid_request_error")
 
     def body(self) -> dict[str, Any]:

@@ -7,14 +7,14 @@ only these two shapes are particular to the socket (Open Responses
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
 from respond.protocol._base import Wire
 from respond.protocol.errors import APIError, from_validation_error
+from respond.protocol.limits import Limits, load_json
 from respond.protocol.requests import CreateResponseBody
 
 __all__ = ["ResponseCreateFrame", "WebSocketError", "WebSocketErrorEvent", "parse_frame"]
@@ -61,9 +61,9 @@ class WebSocketErrorEvent(Wire):
         )
 
 
-def parse_frame(raw: str | bytes) -> ResponseCreateFrame:
+def parse_frame(raw: str | bytes, limits: Limits) -> ResponseCreateFrame:
     """One client frame -> a create request, or APIError saying what is wrong with it."""
-    data = _json_object(raw)
+    data = load_json(raw, limits, "frame")
     kind = data.pop("type", None)
     if kind != CREATE:
         shown = "missing" if kind is None else repr(kind)
@@ -96,13 +96,3 @@ def parse_frame(raw: str | bytes) -> ResponseCreateFrame:
     except ValidationError as exc:
         raise from_validation_error(exc, data) from exc
     return ResponseCreateFrame(body=body, generate=generate)
-
-
-def _json_object(raw: str | bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:  # includes UnicodeDecodeError for binary frames
-        raise APIError(400, f"The frame is not valid JSON: {exc}.", code="invalid_json") from exc
-    if not isinstance(data, dict):
-        raise APIError(400, "A frame must be a JSON object.", code="invalid_json")
-    return data

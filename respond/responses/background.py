@@ -93,14 +93,18 @@ class Runs:
             pending: list[ev.Event] = []
             flushed = time.monotonic()
             async for event in events:
+                if isinstance(event, ev.TERMINAL_EVENTS):
+                    break  # the run stored itself in full before yielding its terminal event
                 pending.append(event)
                 # One delta can make several events: the builder's response is what the
                 # events yielded so far describe only once the last one it made is here.
                 if event is not run.builder.events[-1]:
                     continue
                 # A status change is stored at once: pollers see in_progress right away.
-                status = isinstance(event, (ev.ResponseInProgress, *ev.TERMINAL_EVENTS))
-                if status or time.monotonic() - flushed >= FLUSH_SECONDS:
+                if (
+                    isinstance(event, ev.ResponseInProgress)
+                    or time.monotonic() - flushed >= FLUSH_SECONDS
+                ):
                     pending, cancelled = await self._flush(run, pending)
                     flushed = time.monotonic()
                     if cancelled:  # asked on a replica whose signal did not reach us

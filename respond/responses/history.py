@@ -30,7 +30,7 @@ from respond.responses.context import normalize_input, stored_item
 from respond.responses.sealing import Sealer
 from respond.store.base import JSON, Store
 
-__all__ = ["Context", "History"]
+__all__ = ["Context", "History", "still_running"]
 
 ITEMS: TypeAdapter[InputItem] = TypeAdapter(InputItem)
 MAX_CHAIN = 1000  # previous_response_id hops; a longer chain is surely a loop
@@ -102,6 +102,8 @@ class History:
                     param="previous_response_id",
                     code="previous_response_not_found",
                 )
+            if stored.response.get("status") in ("queued", "in_progress"):
+                raise still_running(next_id)
             turns.append([*stored.input_items, *stored.output_items])
             next_id = stored.response.get("previous_response_id")
         items = [item for turn in reversed(turns) for item in turn]
@@ -190,6 +192,17 @@ class History:
             [event.model_dump(mode="json") for event in events],
             conversation_id=(response.conversation or {}).get("id"),
         )
+
+
+def still_running(response_id: str) -> APIError:
+    """Continuing a response before it has ended: there is no whole output to continue from."""
+    return APIError(
+        400,
+        f"Previous response with id '{response_id}' is still in progress: wait for its "
+        "terminal event (or cancel it) before continuing from it.",
+        param="previous_response_id",
+        code="previous_response_in_progress",
+    )
 
 
 def conversation_id(value: str | ConversationRef) -> str:

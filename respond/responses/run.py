@@ -20,6 +20,7 @@ from respond._ids import new_id
 from respond.engines._base import (
     ChatMessage,
     ChatTurn,
+    ConstraintError,
     ContextOverflowError,
     Delta,
     Engine,
@@ -33,6 +34,7 @@ from respond.engines._order import checked
 from respond.metrics import Metrics, RunClock
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
+from respond.protocol.limits import Limits
 from respond.protocol.requests import (
     CreateResponseBody,
     InputItem,
@@ -43,10 +45,11 @@ from respond.protocol.resource import ReasoningConfig, ResponseResource, TextCon
 from respond.responses._stops import StopSequences
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
-from respond.responses.history import Context, History
+from respond.responses.history import Context, History, still_running
 from respond.responses.hosted import Hosted
 from respond.responses.hosted._loop import TurnStream, run_turns
 from respond.responses.hosted.mcp import McpTools, echo_mcp_tool
+from respond.responses.limits import check_request
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
@@ -116,6 +119,7 @@ class Responses:
         clock: Callable[[], float] = time.time,
         n_predict: int | None = None,
         temperature: float = 1.0,
+        limits: Limits | None = None,
         metrics: Metrics | None = None,
         mcp: McpTools | None = None,
         reasoning_events: ev.ReasoningEvents = "openai",
@@ -130,6 +134,8 @@ class Responses:
         # never set one, and a small local model may otherwise ramble to the context's end.
         self.n_predict = n_predict
         self.temperature = temperature  # `--temp`: for requests that set none
+        self.limits = limits or Limits()
+        self._running: set[str] = set()  # ids of the runs this process is streaming now
         self.metrics = metrics or Metrics()
         self.mcp = mcp or McpTools()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
@@ -169,6 +175,7 @@ class Responses:
         previous_response_id is then not looked up in the store.
         """
         engine, turn, context, hosted = await self.assemble(body, tenant, remembered)
+        await self._prepare_turn(body, engine, turn)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
         resource = self._resource(body, engine)
@@ -203,9 +210,12 @@ class Responses:
     ) -> tuple[Engine, ChatTurn, Context, Hosted]:
         """The engine and the turn a body asks for, with stored history in front of its input,
         and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
+        check_request(body, self.limits)
         engine = self.engine_for(body.model)
         if not engine.ready:
             raise api_error(model_loading())
+        if body.previous_response_id in self._running and remembered is None:
+            raise still_running(body.previous_response_id)
         context = await self.history.context(body, tenant, remembered=remembered)
         context.new = open_reasoning(context.new, self.sealer)
         check_call_ids(context.items, new_from=len(context.history))
@@ -265,25 +275,52 @@ class Responses:
     def _temperature(self, body: CreateResponseBody) -> float:
         return self.temperature if body.temperature is None else body.temperature
 
+    async def _prepare_turn(self, body: CreateResponseBody, engine: Engine, turn: ChatTurn) -> None:
+        """The engine's prepare-time work (grammars): what it cannot build is a 400 now."""
+        try:
+            await engine.prepare(turn)
+        except ConstraintError as exc:
+            raise APIError(
+                400, exc.message, param=_constraint_param(body, exc), code=exc.code
+            ) from exc
+        except EngineError as exc:
+            raise APIError(exc.status, exc.message, code=exc.code) from exc
+
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
-        """Make the prompt fit the context window, or explain by how much it does not."""
+        """Make the prompt fit the context window, or explain by how much it does not.
+
+        With truncation "auto" the oldest items are dropped: how many is found by a binary
+        search, so a long history costs O(log n) tokenizations, not one per dropped item.
+        """
         window = engine.info.context_window
         if window is None:
             return
-        while True:
+        tokens = await self.count_tokens(engine, turn)
+        if tokens < window:
+            return
+        droppable = sum(m.role != "system" for m in turn.messages) - 1  # keep the newest
+        if truncation != "auto" or droppable < 1:
+            overflow = ContextOverflowError(tokens, window)
+            raise APIError(
+                400, str(overflow), param="input", code="context_length_exceeded"
+            ) from overflow  # the numbers, for APIs that word this their own way
+        messages = turn.messages
+        fits: list[ChatMessage] | None = None
+        low, high = 1, droppable  # invariant: dropping fewer than `low` does not fit
+        while low <= high:
+            middle = (low + high) // 2
+            turn.messages = _without_oldest(messages, middle)
             tokens = await self.count_tokens(engine, turn)
             if tokens < window:
-                return
-            droppable = [i for i, m in enumerate(turn.messages) if m.role != "system"]
-            if truncation != "auto" or len(droppable) <= 1:
-                overflow = ContextOverflowError(tokens, window)
-                raise APIError(
-                    400, str(overflow), param="input", code="context_length_exceeded"
-                ) from overflow  # the numbers, for APIs that word this their own way
-            del turn.messages[droppable[0]]
-            # A tool result must not lead the context without the call it answers.
-            while len(turn.messages) > 1 and turn.messages[droppable[0]].role == "tool":
-                del turn.messages[droppable[0]]
+                fits, high = turn.messages, middle - 1
+            else:
+                low = middle + 1
+        if fits is None:
+            overflow = ContextOverflowError(tokens, window)
+            raise APIError(
+                400, str(overflow), param="input", code="context_length_exceeded"
+            ) from overflow  # the numbers, for APIs that word this their own way
+        turn.messages = fits
 
     def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
         text = TextConfig(
@@ -328,6 +365,8 @@ class Responses:
     async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
         """The run's events, from response.created to exactly one terminal event."""
         builder = run.builder
+        recorded = False
+        self._running.add(run.resource.id)
         clock = self.metrics.run_clock(run.resource.model)
         try:
             for event in builder.start():
@@ -353,17 +392,27 @@ class Responses:
             except Exception as exc:
                 log.exception("run %s failed", run.resource.id)
                 ending = builder.fail("server_error", f"The server had an error: {exc}")
-            for event in ending:
+            for event in ending[:-1]:
                 yield event
-        finally:
-            if not builder.ended:
-                # The consumer left (client disconnect): generation has stopped; keep
-                # what was produced, marked cancelled, without yielding more.
-                run.turn.cancel.set()
-                builder.cancel()
+            # Stored before done: a client that has seen the terminal event may at once
+            # GET the response, chain on it or start the next turn, on any replica.
+            recorded = True
             clock.ended(builder.response)
             with anyio.CancelScope(shield=True):
                 await self._record(run, builder)
+            self._running.discard(run.resource.id)
+            yield ending[-1]
+        finally:
+            self._running.discard(run.resource.id)
+            if not recorded:
+                if not builder.ended:
+                    # The consumer left (client disconnect): generation has stopped; keep
+                    # what was produced, marked cancelled, without yielding more.
+                    run.turn.cancel.set()
+                    builder.cancel()
+                clock.ended(builder.response)
+                with anyio.CancelScope(shield=True):
+                    await self._record(run, builder)
 
     def _stream(self, run: PreparedRun, clock: RunClock) -> TurnStream:
         """How the run asks its engine for one turn's deltas (the hosted-tool loop may ask
@@ -391,6 +440,40 @@ class Responses:
             )
         except Exception:
             log.exception("could not store response %s", run.resource.id)
+
+
+def _without_oldest(messages: list[ChatMessage], count: int) -> list[ChatMessage]:
+    """`messages` less the `count` oldest non-system ones, and any tool results that would
+    then lead the context without the call they answer."""
+    kept: list[ChatMessage] = []
+    dropped = 0
+    leading = True  # no non-system message kept yet
+    for index, message in enumerate(messages):
+        last = index == len(messages) - 1
+        if message.role == "system":
+            kept.append(message)
+        elif not last and (dropped < count or (leading and message.role == "tool")):
+            dropped += 1
+        else:
+            kept.append(message)
+            leading = False
+    return kept
+
+
+def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
+    """The field a schema the engine refused came from."""
+    if exc.tool is None:
+        return (
+            "text.format.schema" if isinstance(body.text.format, TextFormatJsonSchema) else "tools"
+        )
+    for index, tool in enumerate(body.tools):
+        if tool.get("name") == exc.tool:
+            return (
+                f"tools[{index}].format"
+                if tool.get("type") == "custom"
+                else f"tools[{index}].parameters"
+            )
+    return "tools"
 
 
 def _routing(body: CreateResponseBody, response_id: str) -> Routing:

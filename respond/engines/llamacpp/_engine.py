@@ -39,14 +39,17 @@ from respond.engines._base import (
 from respond.engines._calls import RepeatGuard
 from respond.engines._parsing import Dialect, OutputParser, detect_dialect
 from respond.engines._tools import visible_tools
-from respond.engines.llamacpp._decoding import plan_decoding
+from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
 from respond.engines.llamacpp._grammar import unsupported_keyword
+from respond.engines.llamacpp._native import CpuWork, big_stack_thread
+from respond.engines.llamacpp._prepare import checked_plan
 from respond.engines.llamacpp._template import (
     ChatTemplate,
     fallback_tool_messages,
     message_dicts,
     tool_dicts,
 )
+from respond.engines.llamacpp._tokens import SpecialSplitter
 
 __all__ = ["LlamaCppEngine", "bundled_model_path"]
 
@@ -97,9 +100,11 @@ class LlamaCppEngine(Engine):
         )
         self._llm: Any = None
         self._template: ChatTemplate | None = None
+        self._splitter: SpecialSplitter | None = None
         self._loaded = threading.Event()
         self._load_error: str | None = None
         self._lock: asyncio.Lock | None = None
+        self._cpu = CpuWork()  # rendering, tokenizing, grammars: never on the event loop
         self._waiting = 0  # runs queued for the context (load_report)
 
     # ------------------------------------------------------------ loading
@@ -129,6 +134,7 @@ class LlamaCppEngine(Engine):
                 seed=self.seed if self.seed is not None else 0xFFFFFFFF,
                 verbose=False,
             )
+            self._splitter = SpecialSplitter(self._llm)
             metadata: dict[str, str] = self._llm.metadata
             self._template = ChatTemplate(
                 metadata.get("tokenizer.chat_template"),
@@ -182,12 +188,26 @@ class LlamaCppEngine(Engine):
         # Templates that write the BOS themselves must not get a second one.
         add_bos = bool(template.bos_token) and not text.startswith(template.bos_token)
         add_bos = add_bos and self._llm._model.add_bos_token()
-        tokens: list[int] = self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
-        return tokens
+        assert self._splitter is not None
+        return self._splitter.tokenize(text, add_bos=add_bos)
 
     async def count_tokens(self, turn: ChatTurn) -> int:
         self._require_ready()
-        return len(self.tokenize(turn))
+        return len(await self._cpu.run(lambda: self.tokenize(turn)))
+
+    async def prepare(self, turn: ChatTurn) -> None:
+        """Build and parse the turn's grammars now (a 400 if they fail), kept for stream()."""
+        self._require_ready()
+        template = self._template
+        assert template is not None
+        vocab = self._llm._model.vocab
+
+        def plan() -> DecodingPlan:
+            # Whether the prompt opens a <think> block matters only to templates that think.
+            tail = self.render(turn)[-64:] if template.thinks else ""
+            return checked_plan(turn, self.dialect, template.thinks, tail, vocab)
+
+        turn.prepared = await self._cpu.run(plan)
 
     def _require_ready(self) -> None:
         if not self._loaded.is_set():
@@ -204,7 +224,7 @@ class LlamaCppEngine(Engine):
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
         self._require_ready()
-        tokens = self.tokenize(turn)
+        tokens = await self._cpu.run(lambda: self.tokenize(turn))
         if len(tokens) >= self.n_ctx:
             raise ContextOverflowError(len(tokens), self.n_ctx)
         if self._lock is None:
@@ -226,14 +246,9 @@ class LlamaCppEngine(Engine):
             await lock.acquire()
         finally:
             self._waiting -= 1
-        worker = threading.Thread(
-            target=self._work,
-            args=(tokens, turn, emit, release),
-            name="respond-generate",
-            daemon=True,
-        )
         try:
-            worker.start()
+            # A big stack: the sampler parses the turn's grammar in this thread (_native.py).
+            big_stack_thread(self._work, (tokens, turn, emit, release), "respond-generate")
         except BaseException:
             lock.release()
             raise
@@ -267,7 +282,9 @@ class LlamaCppEngine(Engine):
     def _generate(self, tokens: list[int], turn: ChatTurn, emit: Callable[[Delta], None]) -> None:
         template = self._template
         assert template is not None
-        plan = plan_decoding(turn, self.dialect, template.thinks, self._prompt_text(tokens))
+        plan = turn.prepared
+        if not isinstance(plan, DecodingPlan):  # stream() called without prepare()
+            plan = plan_decoding(turn, self.dialect, template.thinks, self._prompt_text(tokens))
         cached = self._reusable_prefix(tokens)
         room = self.n_ctx - len(tokens)
         budget = _Budget(limit=min(turn.max_output_tokens or room, room))
