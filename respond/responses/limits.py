@@ -72,7 +72,10 @@ def _check_tool_schemas(
     kind = tool.get("type")
     if kind == "function":
         parameters = tool.get("parameters")
-        if isinstance(parameters, dict):
+        # A non-strict tool whose schema cannot be enforced is decoded as any JSON object
+        # (engines/llamacpp/_decoding.py), so its bounds are never expanded into a grammar:
+        # Claude Code's tools carry `maxLength: 524288`.
+        if isinstance(parameters, dict) and tool.get("strict") is not False:
             check_schema(
                 parameters, f"{where}.parameters", limits, budget, code="invalid_json_schema"
             )

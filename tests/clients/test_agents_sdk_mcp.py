@@ -60,7 +60,8 @@ async def test_hosted_mcp_tool_runs_server_side(
         model=OpenAIResponsesModel(model=BUNDLED_ALIAS, openai_client=client),
         model_settings=ModelSettings(
             temperature=0,
-            max_tokens=48,
+            # Over the whole response: the forced call, then the answer after it.
+            max_tokens=256,
             tool_choice="required",
             parallel_tool_calls=False,
             extra_args={"max_tool_calls": 1},

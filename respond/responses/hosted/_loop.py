@@ -82,6 +82,9 @@ async def run_turns(
             max_output_tokens=budget,
             max_tool_calls=calls_left,
             cancel=cancel,
+            # What the engine prepared (its grammar) is for the first turn's tool_choice; a
+            # later turn chooses again, so the engine plans it afresh from the same tools.
+            prepared=turn.prepared if choice is turn.tool_choice else None,
         )
         async with aclosing(stream(this_turn)) as deltas:
             async for delta in deltas:

@@ -211,9 +211,14 @@ class McpTools:
 
 
 def echo_mcp_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """The mcp tool as the response shows it: without headers or authorization."""
+    """The mcp tool as the response shows it: without headers or authorization.
+
+    A `connector_id` naming a server the operator configured is left out: OpenAI's types
+    allow only OpenAI's own connector names there, and the client sent it, so knows it."""
     echoed: dict[str, Any] = {"type": "mcp"}
     echoed.update({key: tool[key] for key in _ECHOED if key in tool})
+    if not str(echoed.get("connector_id", "connector_")).startswith("connector_"):
+        del echoed["connector_id"]
     echoed["allowed_tools"] = tool.get("allowed_tools")
     echoed["require_approval"] = tool.get("require_approval") or "always"
     return echoed
