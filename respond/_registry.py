@@ -108,7 +108,10 @@ def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
         alias=entry.alias,
         upstream_model=entry.upstream_model,
         options=ChatOptions(
-            max_tokens_param=entry.max_tokens_param, send_reasoning=entry.send_reasoning
+            max_tokens_param=entry.max_tokens_param,
+            send_reasoning=entry.send_reasoning,
+            forced_calls=entry.forced_calls,
+            context_window=entry.context_window,
         ),
         vision=entry.vision,
     )

@@ -183,7 +183,9 @@ async def run_to_end(request: Request, service: Responses, run: PreparedRun) -> 
     if final is None:
         raise APIError(499, "Client closed the request.", code="client_closed_request")
     if final.status == "failed" and final.error is not None:
-        raise APIError(run.failure_status, final.error.message, code=final.error.code)
+        raise APIError(
+            run.failure_status, final.error.message, code=final.error.code, param=run.failure_param
+        )
     return final
 
 

@@ -231,14 +231,23 @@ Delta = (
 class EngineError(Exception):
     """Generation failed for a reason the client did not cause (model crash, upstream down).
 
-    ``status`` is the HTTP status to answer with when nothing has been streamed yet.
+    ``status`` is the HTTP status to answer with when nothing has been streamed yet, and
+    ``param`` the request field at fault when a 4xx names one (an upstream's refusal).
     """
 
-    def __init__(self, message: str, *, code: str = "server_error", status: int = 500) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "server_error",
+        status: int = 500,
+        param: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.status = status
+        self.param = param
 
 
 def model_loading() -> EngineError:

@@ -82,7 +82,7 @@ class ResponseRecorder(Protocol):
 
 def api_error(exc: EngineError) -> APIError:
     """An engine's failure as the client sees it when nothing has been streamed yet."""
-    return APIError(exc.status, exc.message, code=exc.code)
+    return APIError(exc.status, exc.message, code=exc.code, param=exc.param)
 
 
 @dataclass
@@ -97,6 +97,7 @@ class PreparedRun:
     tenant: str | None = None
     # The HTTP status of a failed run answered as JSON (nothing streamed yet).
     failure_status: int = field(default=500)
+    failure_param: str | None = None  # the field at fault, when a failure names one
     # Every item the turn was built from (history, then this input), as the engine saw them.
     context: list[InputItem] = field(default_factory=list)
     # False for a WebSocket warm-up (`generate: false`): a response with no output.
@@ -284,7 +285,7 @@ class Responses:
                 400, exc.message, param=_constraint_param(body, exc), code=exc.code
             ) from exc
         except EngineError as exc:
-            raise APIError(exc.status, exc.message, code=exc.code) from exc
+            raise api_error(exc) from exc
 
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
         """Make the prompt fit the context window, or explain by how much it does not.
@@ -293,7 +294,9 @@ class Responses:
         search, so a long history costs O(log n) tokenizations, not one per dropped item.
         """
         window = engine.info.context_window
-        if window is None:
+        if window is None or (engine.info.upstreams and truncation != "auto"):
+            # An upstream reports an overflow itself (a 400 context_length_exceeded): its
+            # prompts cost a round trip to count, so they are counted only to truncate.
             return
         tokens = await self.count_tokens(engine, turn)
         if tokens < window:
@@ -384,10 +387,10 @@ class Responses:
                             yield event
                 ending = builder.finish()
             except EngineError as exc:
-                run.failure_status = exc.status
+                run.failure_status, run.failure_param = exc.status, exc.param
                 ending = builder.fail(exc.code, exc.message)
             except ContextOverflowError as exc:
-                run.failure_status = 400
+                run.failure_status, run.failure_param = 400, "input"
                 ending = builder.fail("context_length_exceeded", str(exc))
             except Exception as exc:
                 log.exception("run %s failed", run.resource.id)

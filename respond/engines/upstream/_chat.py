@@ -7,7 +7,9 @@ errors-as-events stay with the Run and the EventBuilder, exactly as for the embe
 What the upstream may not enforce is enforced here: only the allowed tools are sent, calls
 to tools the model was not offered (or any call under tool_choice "none") are dropped, and
 with parallel_tool_calls false only the first call is kept (the first max_tool_calls with
-that limit).
+that limit). A forced call is asked for through structured output (_forced.py), strict
+tools' arguments are checked against their schema, and usage the upstream did not send is
+counted through its tokenizer (_usage.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from respond._ids import new_id
@@ -26,6 +28,7 @@ from respond.engines._base import (
     Engine,
     EngineError,
     Finish,
+    FunctionSpec,
     LoadReport,
     ReasoningDelta,
     TextDelta,
@@ -39,12 +42,16 @@ from respond.engines._parsing import OutputParser
 from respond.engines._tools import visible_tools
 from respond.engines.upstream._common import (
     CallAdmission,
+    StrictArguments,
     affinity_keys,
     json_schema_format,
     sampling_body,
     token_logprobs,
 )
+from respond.engines.upstream._forced import call_messages, call_schema, forced_tools, parse_call
 from respond.engines.upstream._pool import UpstreamHTTPError, UpstreamPool, upstream_error
+from respond.engines.upstream._usage import Tokenizer
+from respond.engines.upstream._window import discover_window
 
 __all__ = ["ChatCompletionsEngine", "ChatOptions", "ChatTranslator", "chat_request"]
 
@@ -61,10 +68,16 @@ class ChatOptions:
     every open server (vLLM, SGLang, llama-server, Ollama, llama-cpp-python);
     OpenAI's reasoning models need "max_completion_tokens".
     send_reasoning: carry earlier reasoning as `reasoning_content` on assistant messages.
+
+    forced_calls: "structured" asks for a forced call (tool_choice "required" or a named
+    function) through response_format json_schema, which every open server enforces;
+    "native" passes tool_choice on, for upstreams known to honour it.
     """
 
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     send_reasoning: bool = True
+    forced_calls: Literal["structured", "native"] = "structured"
+    context_window: int | None = None  # None: asked of the upstream at start (_window.py)
 
 
 # ---------------------------------------------------------------- request
@@ -78,9 +91,11 @@ def chat_request(
     schema_style: SchemaStyle = "json_schema",
 ) -> dict[str, Any]:
     """The Chat Completions body for a turn (always streaming, usage included)."""
+    forced = forced_calls(turn, options)
+    messages = call_messages(turn.messages, forced) if forced else turn.messages
     body: dict[str, Any] = {
         "model": model,
-        "messages": [_message(m, options) for m in turn.messages],
+        "messages": [_message(m, options) for m in messages],
         "stream": True,
         "stream_options": {"include_usage": True},
         **sampling_body(turn.sampling, "chat"),
@@ -89,11 +104,20 @@ def chat_request(
         body[options.max_tokens_param] = turn.max_output_tokens
     if turn.reasoning_effort is not None:
         body["reasoning_effort"] = turn.reasoning_effort
+    if forced:  # the tools are in the system message; the call comes back as JSON
+        schema: dict[str, Any] = {"name": "function_call", "schema": call_schema(forced)}
+        body["response_format"] = _schema_format(schema, schema_style)
+        return body
     body.update(_tools(turn))
     fmt = _response_format(turn, schema_style)
     if fmt is not None:
         body["response_format"] = fmt
     return body
+
+
+def forced_calls(turn: ChatTurn, options: ChatOptions) -> list[FunctionSpec]:
+    """The tools of a forced call asked for through structured output; empty otherwise."""
+    return forced_tools(turn) if options.forced_calls == "structured" else []
 
 
 def _message(message: ChatMessage, options: ChatOptions) -> dict[str, Any]:
@@ -105,7 +129,8 @@ def _message(message: ChatMessage, options: ChatOptions) -> dict[str, Any]:
         parts += [{"type": "image_url", "image_url": {"url": url}} for url in message.images]
         entry["content"] = parts
     elif message.tool_calls and not message.content:
-        entry["content"] = None
+        # "" rather than null: llama-cpp-python's server refuses a null content.
+        entry["content"] = ""
     else:
         entry["content"] = message.content
     if message.tool_calls:
@@ -154,14 +179,18 @@ def _tools(turn: ChatTurn) -> dict[str, Any]:
 
 def _response_format(turn: ChatTurn, style: SchemaStyle) -> dict[str, Any] | None:
     spec = json_schema_format(turn)
-    if spec is not None and style == "json_object_schema":
-        # llama-cpp-python's server: json_object constrained by a schema.
-        return {"type": "json_object", "schema": spec["schema"]}
     if spec is not None:
-        return {"type": "json_schema", "json_schema": spec}
+        return _schema_format(spec, style)
     if turn.json_object:
         return {"type": "json_object"}
     return None
+
+
+def _schema_format(spec: dict[str, Any], style: SchemaStyle) -> dict[str, Any]:
+    if style == "json_object_schema":
+        # llama-cpp-python's server: json_object constrained by a schema.
+        return {"type": "json_object", "schema": spec["schema"]}
+    return {"type": "json_schema", "json_schema": spec}
 
 
 # ---------------------------------------------------------------- response
@@ -184,8 +213,14 @@ class ChatTranslator:
     reasoning that arrives once a call is open is emitted after the calls.
     """
 
-    def __init__(self, turn: ChatTurn) -> None:
+    def __init__(self, turn: ChatTurn, forced: list[FunctionSpec] | None = None) -> None:
         self._admission = CallAdmission(turn)
+        self._strict = StrictArguments(turn)
+        # A forced call asked for as JSON: the content is the call, parsed at the end.
+        self._forced = forced or []
+        self._forced_text: list[str] = []
+        self.output_text: list[str] = []  # everything the model wrote, to count if need be
+        self.chunks = 0  # chunks received so far
         self._calls: dict[int, _Call] = {}
         self._live: _Call | None = None
         self._trailing: list[Delta] = []
@@ -196,6 +231,7 @@ class ChatTranslator:
         self.usage: Usage | None = None
 
     def feed(self, chunk: Mapping[str, Any]) -> list[Delta]:
+        self.chunks += 1
         out: list[Delta] = []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -206,10 +242,15 @@ class ChatTranslator:
             delta = choice.get("delta") or choice.get("message") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
+                self.output_text.append(reasoning)
                 out += self._after_calls(ReasoningDelta(reasoning))
             content = delta.get("content")
             if isinstance(content, str) and content:
-                out += self._content(content, choice.get("logprobs"))
+                self.output_text.append(content)
+                if self._forced:
+                    self._forced_text.append(content)
+                else:
+                    out += self._content(content, choice.get("logprobs"))
             for call in delta.get("tool_calls") or ():
                 out += self._tool_call(call)
             if choice.get("finish_reason"):
@@ -221,10 +262,17 @@ class ChatTranslator:
         out: list[Delta] = []
         for delta in self._think.close():
             out += self._after_calls(delta)
+        if self._forced:
+            text, cut = "".join(self._forced_text), self.finish_reason == "length"
+            out += self._strict.checked(parse_call(text, self._forced, truncated=cut))
+        calls = sorted(self._calls.values(), key=lambda c: c.index)
+        for call in calls:
+            if call is self._live or (not call.dropped and self._keep(call)):
+                self._strict.check(call.name, "".join(call.fragments))
         if self._live is not None:
             out.append(ToolCallEnd())
-        for call in sorted(self._calls.values(), key=lambda c: c.index):
-            if call is self._live or call.dropped or not self._keep(call):
+        for call in calls:
+            if call is self._live or call.dropped:
                 continue
             out.append(ToolCallStart(call_id=call.call_id or new_id("call"), name=call.name))
             out += [ToolCallArgumentsDelta(fragment) for fragment in call.fragments]
@@ -265,6 +313,7 @@ class ChatTranslator:
             fragment = json.dumps(fragment)
         if fragment:
             call.fragments.append(str(fragment))
+            self.output_text.append(str(fragment))
         if call is self._live:
             return [ToolCallArgumentsDelta(str(fragment))] if fragment else []
         if self._live is None and len(self._calls) == 1 and call.name and self._keep(call):
@@ -313,6 +362,22 @@ class ChatCompletionsEngine(Engine):
         self.info = pool.model_info(alias, backend="chat-completions", vision=vision)
         # Learned from the upstream's first refusal of response_format json_schema.
         self._schema_style: SchemaStyle = "json_schema"
+        self._tokenizer = Tokenizer(pool, upstream_model)
+        self._loaded = False
+
+    @property
+    def ready(self) -> bool:
+        return self._loaded
+
+    def load(self) -> None:
+        """Learn the upstream's context window, so that truncation "auto" can count."""
+        window = self.options.context_window or discover_window(
+            self.pool.members[0].base_url, self.upstream_model, self.pool.api_key
+        )
+        if window is not None:
+            log.info("%s: context window of %d tokens", self.info.id, window)
+            self.info = replace(self.info, context_window=window)
+        self._loaded = True
 
     async def health(self) -> list[dict[str, Any]]:
         return await self.pool.health()
@@ -330,10 +395,15 @@ class ChatCompletionsEngine(Engine):
         )
         body.update({"stream": False, self.options.max_tokens_param: 1})
         del body["stream_options"]
-        async with self.pool.stream(
-            "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
-        ) as upstream:
-            data = await upstream.read_json()
+        try:
+            async with self.pool.stream(
+                "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
+            ) as upstream:
+                data = await upstream.read_json()
+        except UpstreamHTTPError as exc:
+            if exc.prompt_tokens is None:
+                raise
+            return exc.prompt_tokens  # too long to run, but the refusal says how long
         usage = data.get("usage") or {}
         if not isinstance(usage, dict) or "prompt_tokens" not in usage:
             raise EngineError(
@@ -344,7 +414,8 @@ class ChatCompletionsEngine(Engine):
         return int(usage["prompt_tokens"])
 
     async def stream(self, turn: ChatTurn) -> AsyncGenerator[Delta, None]:
-        translator = ChatTranslator(turn)
+        forced = forced_calls(turn, self.options)
+        translator = ChatTranslator(turn, forced)
         try:
             async for delta in self._attempt(turn, translator):
                 yield delta
@@ -353,23 +424,35 @@ class ChatCompletionsEngine(Engine):
                 raise
             log.info("upstream refused response_format json_schema; using json_object+schema")
             self._schema_style = "json_object_schema"
-            async for delta in self._attempt(turn, ChatTranslator(turn)):
+            async for delta in self._attempt(turn, ChatTranslator(turn, forced)):
+                yield delta
+        except EngineError as exc:
+            # llama-cpp-python's server answers 200 and then breaks the stream for a request
+            # it refuses (a prompt too long for its context); unstreamed, it says why.
+            if translator.chunks or exc.code != "upstream_error" or turn.cancel.is_set():
+                raise
+            log.info("the upstream's stream broke before its first chunk; asking unstreamed")
+            async for delta in self._attempt(turn, ChatTranslator(turn, forced), streamed=False):
                 yield delta
 
     def _schema_refused(self, turn: ChatTurn, exc: UpstreamHTTPError) -> bool:
+        asks_schema = turn.json_schema is not None or forced_calls(turn, self.options)
         return (
-            turn.json_schema is not None
+            bool(asks_schema)
             and self._schema_style == "json_schema"
             and exc.upstream_status in (400, 422, 500)
             and "json_schema" in exc.message
         )
 
     async def _attempt(
-        self, turn: ChatTurn, translator: ChatTranslator
+        self, turn: ChatTurn, translator: ChatTranslator, *, streamed: bool = True
     ) -> AsyncGenerator[Delta, None]:
         body = chat_request(
             turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
         )
+        if not streamed:
+            body["stream"] = False
+            del body["stream_options"]
         guard = RepeatGuard()  # an exact repeat of a call in this turn is dropped
         async with self.pool.stream(
             "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
@@ -385,8 +468,20 @@ class ChatCompletionsEngine(Engine):
                 raise upstream_error(
                     f"The upstream {upstream.member.base_url} closed the stream before finishing."
                 )
+        if translator.usage is None:
+            translator.usage = await self._counted_usage(turn, translator)
         for delta in guard.feed(translator.end()):
             yield delta
+
+    async def _counted_usage(self, turn: ChatTurn, translator: ChatTranslator) -> Usage | None:
+        """Usage the upstream did not send, counted with its tokenizer (see _usage.py)."""
+        try:
+            prompt = await self.count_tokens(turn)
+        except EngineError as exc:
+            log.warning("usage: the upstream's prompt tokens cannot be counted: %s", exc.message)
+            return None
+        output = await self._tokenizer.count("".join(translator.output_text), turn.cancel)
+        return None if output is None else Usage(input_tokens=prompt, output_tokens=output)
 
 
 def _message_of(chunk: Mapping[str, Any]) -> str:

@@ -3,6 +3,7 @@
 - `CallAdmission`: which of the upstream's tool calls reach the client (tool_choice,
   allowed tools, parallel_tool_calls and max_tool_calls enforced here, since an upstream
   may not enforce them).
+- `StrictArguments`: a strict tool's call arguments checked against its schema.
 - `sampling_body`: a turn's sampling as request fields.
 - `json_schema_format`: the client's json_schema text format, as the upstream gets it.
 - `affinity_keys`: which earlier turns this one follows to the same upstream.
@@ -11,14 +12,28 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 
-from respond.engines._base import ChatTurn, Sampling, TokenLogprob
+import jsonschema
+
+from respond.engines._base import (
+    ChatTurn,
+    Delta,
+    EngineError,
+    Sampling,
+    TokenLogprob,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from respond.engines._tools import visible_tools
 
 __all__ = [
     "CallAdmission",
+    "StrictArguments",
     "affinity_keys",
     "json_schema_format",
     "sampling_body",
@@ -51,6 +66,46 @@ class CallAdmission:
             return False
         self._admitted += 1
         return True
+
+
+class StrictArguments:
+    """A strict tool's arguments must validate against its schema.
+
+    The embedded engine makes them valid by construction (a grammar); an upstream may
+    not, so its calls are checked here, and a call that does not validate fails the
+    response with the reason instead of completing with broken arguments.
+    """
+
+    def __init__(self, turn: ChatTurn) -> None:
+        self._schemas = {tool.name: tool.parameters for tool in turn.tools if tool.strict}
+
+    def check(self, name: str, arguments: str) -> None:
+        schema = self._schemas.get(name)
+        if schema is None:
+            return
+        try:
+            value = json.loads(arguments or "{}")
+            jsonschema.validate(value, dict(schema))
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError) as exc:
+            reason = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
+            raise EngineError(
+                f"The upstream called the strict tool {name!r} with arguments that do not "
+                f"match its schema ({reason[:300]}): {arguments[:200]!r}",
+                code="invalid_tool_arguments",
+                status=502,
+            ) from exc
+
+    def checked(self, deltas: Sequence[Delta]) -> list[Delta]:
+        """`deltas` (whole calls), once every call in them is checked."""
+        name, fragments = "", [""]
+        for delta in deltas:
+            if isinstance(delta, ToolCallStart):
+                name, fragments = delta.name, [""]
+            elif isinstance(delta, ToolCallArgumentsDelta):
+                fragments.append(delta.arguments)
+            elif isinstance(delta, ToolCallEnd):
+                self.check(name, "".join(fragments))
+        return list(deltas)
 
 
 def sampling_body(sampling: Sampling, api: Literal["chat", "responses"]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -51,11 +52,25 @@ class Member:
 
 
 class UpstreamHTTPError(EngineError):
-    """The upstream answered with an HTTP error status before streaming anything."""
+    """The upstream answered with an HTTP error status before streaming anything.
 
-    def __init__(self, message: str, *, upstream_status: int) -> None:
-        super().__init__(message, code="upstream_error", status=502)
+    What the client caused (see `refusal`) keeps a 4xx; anything else is a 502.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        upstream_status: int,
+        status: int = 502,
+        code: str = "upstream_error",
+        param: str | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, param=param)
         self.upstream_status = upstream_status
+        # How long the prompt was, when a context_length_exceeded refusal says so.
+        self.prompt_tokens = prompt_tokens
 
 
 def upstream_error(message: str, *, timeout: bool = False) -> EngineError:
@@ -217,16 +232,20 @@ class UpstreamPool:
         *,
         affinity: Sequence[str] = (),
         cancel: threading.Event | None = None,
+        at_root: bool = False,
     ) -> AsyncIterator[UpstreamStream]:
         """POST body to the best member and yield its open stream (status < 400).
 
+        `path` is under the base URL, or with `at_root` under the server's root (the base
+        URL without its /v1), where llama-server and vLLM keep /tokenize.
         Connection failures move on to the next member; HTTP errors and timeouts raise
         EngineError at once (the upstream received the request, so it is not retried).
         """
         failures: list[str] = []
         order = self._order(affinity)
         for position, member in enumerate(order):
-            request = self.client.build_request("POST", member.base_url + path, json=body)
+            base = member.base_url.removesuffix("/v1") if at_root else member.base_url
+            request = self.client.build_request("POST", base + path, json=body)
             member.in_flight += 1
             sent = time.monotonic()
             try:
@@ -270,7 +289,12 @@ class UpstreamPool:
     async def _send(self, request: httpx.Request) -> httpx.Response:
         try:
             async with asyncio.timeout(self.timeouts.first_byte):
-                return await self.client.send(request, stream=True)
+                try:
+                    return await self.client.send(request, stream=True)
+                except (httpx.RemoteProtocolError, httpx.ReadError):
+                    # A kept-alive connection the server had closed (llama-cpp-python closes
+                    # one after a broken stream): nothing was answered, so send it once more.
+                    return await self.client.send(request, stream=True)
         except TimeoutError as exc:
             raise upstream_error(
                 f"The upstream {request.url} sent no response headers within "
@@ -422,18 +446,50 @@ async def _http_error(member: Member, response: httpx.Response, limit: float) ->
     except (TimeoutError, httpx.HTTPError):
         raw = b"(the error body could not be read)"
     message = raw.decode("utf-8", errors="replace").strip()
+    kind = ""  # the error's own code and type, which name some refusals better than words
+    prompt: int | None = None
     try:
         error = json.loads(raw).get("error")
         if isinstance(error, dict):
             message = str(error.get("message") or message)
+            kind = f"{error.get('code') or ''} {error.get('type') or ''}"
+            if isinstance(error.get("n_prompt_tokens"), int):  # llama-server says it
+                prompt = int(error["n_prompt_tokens"])
         elif isinstance(error, str):
             message = error
     except (ValueError, AttributeError):
         pass
+    status = response.status_code
+    text = f"The upstream {member.base_url} answered {status}: {message[:2000]}"
+    if prompt is None and (said := _PROMPT.search(message)):  # llama-cpp-python, vLLM
+        prompt = int(said[1] or said[2])
     return UpstreamHTTPError(
-        f"The upstream {member.base_url} answered {response.status_code}: {message[:2000]}",
-        upstream_status=response.status_code,
+        text, upstream_status=status, prompt_tokens=prompt, **refusal(status, message, kind)
     )
+
+
+_CONTEXT = re.compile(r"context.(length|size|window)|maximum context|too many tokens", re.I)
+_PROMPT = re.compile(r"(\d+) (?:tokens )?in the messages|has (\d+) input tokens", re.I)
+_IMAGE = re.compile(r"image.*not supported|not support.*image|mmproj|multimodal", re.I)
+
+
+def refusal(status: int, message: str, kind: str = "") -> dict[str, Any]:
+    """The client's error for an upstream's refusal: what the request caused stays a 4xx.
+
+    A prompt too long for the upstream's context is 400 context_length_exceeded; an image
+    sent to a text-only upstream is 400 unsupported_content (llama-server says so with a
+    500); other 400/413/422 are the request's fault too, and 429 is passed on. 401, 403 and
+    404 are respond's configuration (its key, its model name), so they stay 502.
+    """
+    if _CONTEXT.search(message) or "context" in kind:
+        return {"status": 400, "code": "context_length_exceeded", "param": "input"}
+    if _IMAGE.search(message):
+        return {"status": 400, "code": "unsupported_content", "param": "input"}
+    if status in (400, 413, 422):
+        return {"status": 400, "code": "invalid_request_error"}
+    if status == 429:
+        return {"status": 429, "code": "rate_limit_exceeded"}
+    return {}
 
 
 def describe(exc: BaseException) -> str:
