@@ -180,7 +180,7 @@ def test_request_translation_reaches_the_upstream(respond: Server) -> None:
         },
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
             ],

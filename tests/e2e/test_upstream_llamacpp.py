@@ -1,6 +1,8 @@
 """respond in front of a REAL Chat Completions server: llama-cpp-python's own
 `python -m llama_cpp.server`, serving the bundled model. Text, streaming and structured
-output pass through it; every response and event is validated against the spec.
+output pass through it; every response and event is validated against the spec; and every
+guarantee of upstream_guarantees.py holds (this server streams no usage, ignores
+tool_choice and says its context window nowhere, so the config file gives it).
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from pydantic import TypeAdapter
 from respond.engines.llamacpp import bundled_model_path
 from respond.protocol.events import Event
 from respond.responses.fold import fold_events
+from tests.e2e.upstream_guarantees import *  # noqa: F403  (the shared checks, collected here)
+from tests.e2e.upstream_guarantees import ALIAS
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
-from tests.support.upstreams import start_llama_cpp_server
+from tests.support.upstreams import start_llama_cpp_server, write_config
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
-ALIAS = "smollm2-upstream"
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,13 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def front(upstream: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = Path(tmp_path_factory.mktemp("front"))
-    srv = start_server(tmp, "--upstream", upstream.base_url, "--alias", ALIAS)
+    config = f"""
+[models.{ALIAS}]
+upstream = "{upstream.base_url}"
+model = "{bundled_model_path()}"  # the id it lists: its model file
+context_window = 2048  # its --n_ctx, which it tells no client
+"""
+    srv = start_server(tmp, "--config", str(write_config(tmp, config)))
     yield srv
     srv.stop()
 

@@ -1,4 +1,5 @@
-"""Upstream processes for respond to front: the fake, or llama-cpp-python's own server."""
+"""Upstream processes for respond to front: the fake, llama-cpp-python's own server, or
+llama.cpp's llama-server (built by `make llama-server`)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,35 @@ def start_llama_cpp_server(tmp: Path, model: Path) -> Server:
         wait_ready=False,
     )
     wait_models(server)
+    return server
+
+
+REPO = Path(__file__).resolve().parents[2]
+LLAMA_SERVER_VERSION = (REPO / "tools" / "llama-server.version").read_text().strip()
+LLAMA_SERVER = (
+    Path.home() / ".cache/respond/llama-server" / LLAMA_SERVER_VERSION / "bin/llama-server"
+)
+
+
+def start_llama_server(tmp: Path, model: Path) -> Server:
+    """llama.cpp's llama-server with its Jinja chat templates (tools need them).
+
+    One slot of 2048 tokens, so that a prompt's room is the whole context.
+    """
+    if not LLAMA_SERVER.is_file():
+        raise RuntimeError(f"{LLAMA_SERVER} is missing: `make llama-server` builds it")
+    port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    log_path = tmp / f"llama-server-{port}.log"
+    command = [
+        str(LLAMA_SERVER),
+        *("--model", str(model), "--jinja", "--ctx-size", "2048", "--parallel", "1"),
+        *("--threads", "2", "--host", "127.0.0.1", "--port", str(port), "--no-webui"),
+    ]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    server = Server(process, port, log_path)
+    wait_ok(server, f"{server.url}/health")  # 503 while the model loads
     return server
 
 

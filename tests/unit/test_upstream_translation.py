@@ -7,6 +7,7 @@ from typing import Any
 from respond.engines import (
     ChatMessage,
     ChatTurn,
+    EngineError,
     Finish,
     FunctionSpec,
     ReasoningDelta,
@@ -24,6 +25,7 @@ from respond.engines import (
 )
 from respond.engines.upstream._chat import ChatOptions, ChatTranslator, chat_request
 from respond.engines.upstream._common import affinity_keys
+from respond.engines.upstream._pool import refusal
 from respond.engines.upstream._responses import ResponsesTranslator, responses_request
 
 WEATHER = FunctionSpec("get_weather", "Weather by city", {"type": "object"}, strict=True)
@@ -96,7 +98,7 @@ def test_chat_request_maps_every_field() -> None:
         },
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1",
@@ -138,6 +140,7 @@ def test_chat_request_allowed_tools_are_filtered_and_named_choice_forced() -> No
     forced = chat_request(
         turn(tools=[WEATHER, TIME], tool_choice=ToolChoice("required", ("get_weather",))),
         model="m",
+        options=ChatOptions(forced_calls="native"),
     )
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     plain = chat_request(turn(max_output_tokens=5, json_object=True), model="m")
@@ -444,3 +447,119 @@ def test_routing_and_schema_format_reach_the_responses_body_and_the_pool() -> No
         "type": "json_schema",
         "json_schema": {"name": "output", "schema": {"type": "object"}},
     }
+
+
+# ---------------------------------------------------------------- forced calls, strict arguments
+
+CITY = FunctionSpec(
+    "get_weather",
+    "Weather by city",
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    strict=True,
+)
+
+
+def test_a_forced_call_is_asked_for_as_structured_output() -> None:
+    body = chat_request(
+        turn(
+            messages=[ChatMessage("system", "Be brief."), ChatMessage("user", "Oslo?")],
+            tools=[CITY, TIME],
+            tool_choice=ToolChoice("required"),
+        ),
+        model="m",
+    )
+    assert "tools" not in body and "tool_choice" not in body
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert [option["properties"]["name"] for option in schema["anyOf"]] == [
+        {"const": "get_weather"},
+        {"const": "get_time"},
+    ]
+    assert schema["anyOf"][0]["properties"]["arguments"] == CITY.parameters
+    system, user = body["messages"]
+    assert system["role"] == "system" and system["content"].startswith("Be brief.")
+    assert '"name": "get_weather"' in system["content"] and "must call" in system["content"]
+    assert user == {"role": "user", "content": "Oslo?"}
+    named = chat_request(turn(tools=[CITY], tool_choice=ToolChoice("required")), model="m")
+    assert named["response_format"]["json_schema"]["schema"]["properties"]["name"] == {
+        "const": "get_weather"
+    }
+    assert named["messages"][0]["role"] == "system"  # added in front of the user's
+    picky = chat_request(
+        turn(tools=[CITY], tool_choice=ToolChoice("required")),
+        model="m",
+        schema_style="json_object_schema",
+    )
+    assert picky["response_format"]["type"] == "json_object"
+
+
+def test_the_forced_json_becomes_one_call() -> None:
+    forced_turn = turn(tools=[CITY, TIME], tool_choice=ToolChoice("required"))
+    deltas = run(
+        ChatTranslator(forced_turn, [CITY, TIME]),
+        [
+            chunk({"content": '{"name": "get_weather", '}),
+            chunk({"content": '"arguments": {"city": "Oslo"}}'}, "stop"),
+        ],
+    )
+    start, arguments, end, finish = deltas
+    assert isinstance(start, ToolCallStart) and start.name == "get_weather"
+    assert arguments == ToolCallArgumentsDelta('{"city": "Oslo"}')
+    assert (end, finish) == (ToolCallEnd(), Finish("stop"))
+    cut = run(ChatTranslator(forced_turn, [CITY]), [chunk({"content": '{"name": "get_'}, "length")])
+    assert cut == [Finish("length")]  # out of tokens before the call was whole: no call
+
+
+def test_a_forced_answer_that_is_not_a_call_fails_with_the_reason() -> None:
+    forced_turn = turn(tools=[CITY], tool_choice=ToolChoice("required"))
+    for text, reason in (("hello", "did not answer"), ('{"name": "rm"}', "names none")):
+        try:
+            run(ChatTranslator(forced_turn, [CITY]), [chunk({"content": text}, "stop")])
+        except EngineError as exc:
+            assert reason in exc.message and exc.status == 502
+        else:
+            raise AssertionError(f"{text!r} was accepted as a call")
+
+
+def test_strict_arguments_are_checked_against_the_schema() -> None:
+    good = run(
+        ChatTranslator(turn(tools=[CITY])),
+        [chunk({"tool_calls": [call(0, "c1", "get_weather", '{"city": "Oslo"}')]}, "stop")],
+    )
+    assert [type(d) for d in good] == [ToolCallStart, ToolCallArgumentsDelta, ToolCallEnd, Finish]
+    for args in ('{"town": "Oslo"}', '{"city": 3}', '{"city": "Os'):
+        try:
+            run(
+                ChatTranslator(turn(tools=[CITY])),
+                [chunk({"tool_calls": [call(0, "c1", "get_weather", args)]}, "stop")],
+            )
+        except EngineError as exc:
+            assert exc.code == "invalid_tool_arguments" and "get_weather" in exc.message
+        else:
+            raise AssertionError(f"{args!r} passed as strict arguments")
+    loose = FunctionSpec("get_weather", None, CITY.parameters, strict=False)
+    anything = run(
+        ChatTranslator(turn(tools=[loose])),
+        [chunk({"tool_calls": [call(0, "c1", "get_weather", "not json")]}, "stop")],
+    )
+    assert ToolCallArgumentsDelta("not json") in anything  # not strict: passed on as is
+
+
+def test_upstream_refusals_keep_their_4xx() -> None:
+    assert refusal(
+        400, "the request exceeds the available context size", "exceed_context_size_error"
+    ) == {
+        "status": 400,
+        "code": "context_length_exceeded",
+        "param": "input",
+    }
+    image = refusal(500, "image input is not supported - hint: ... provide the mmproj")
+    assert image == {"status": 400, "code": "unsupported_content", "param": "input"}
+    assert refusal(422, "messages.1.content: field required")["status"] == 400
+    assert refusal(429, "slow down")["status"] == 429
+    for status in (401, 404, 500, 503):
+        assert refusal(status, "something else") == {}  # respond's side or the upstream's: 502
