@@ -17,6 +17,8 @@ model = "Qwen/Qwen3-8B"
 api_key_env = "TEST_RESPOND_KEY"
 max_tokens_param = "max_completion_tokens"
 timeouts = { connect = 2, first_byte = 30, idle = 10 }
+forced_calls = "native"
+context_window = 32768
 
 [models.local]
 gguf = "bundled"
@@ -41,6 +43,8 @@ def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         api_key="sk-test",
         timeouts=Timeouts(connect=2, first_byte=30, idle=10),
         max_tokens_param="max_completion_tokens",
+        forced_calls="native",
+        context_window=32768,
     )
     assert qwen.upstream_model == "Qwen/Qwen3-8B"
     assert local == EmbeddedModel(alias="local", gguf=None, ctx_size=2048)
@@ -57,6 +61,8 @@ def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             "[models.a]\nupstream = 'http://x/v1'\ntimeouts = { idle = -1 }\n",
             "models.a.timeouts.idle:",
         ),
+        ("[models.a]\nupstream = 'http://x/v1'\nforced_calls = 'yes'\n", "models.a.forced_calls:"),
+        ("[models.a]\nupstream = 'http://x/v1'\ncontext_window = 0\n", "context_window:"),
         ("[models.a]\ngguf = '/nope.gguf'\n", "models.a.gguf:"),
         ("[models.a]\ngguf = 'bundled'\nupstream = 'http://x/v1'\n", "models.a:"),
         ("[models.a]\nupstream = 'http://x/v1'\napi_key_env = 'UNSET_RESPOND_X'\n", "api_key_env"),
