@@ -389,12 +389,16 @@ class ChatCompletionsEngine(Engine):
         await self.pool.aclose()
 
     async def count_tokens(self, turn: ChatTurn) -> int:
-        """Counted by the upstream, which has the tokenizer: a one-token completion's usage."""
+        """Counted by the upstream, which has the tokenizer: its rendered prompt through its
+        tokenizer where it renders one for us, else a one-token completion's usage."""
         body = chat_request(
             turn, model=self.upstream_model, options=self.options, schema_style=self._schema_style
         )
         body.update({"stream": False, self.options.max_tokens_param: 1})
         del body["stream_options"]
+        counted = await self._tokenizer.count_prompt(body, turn.cancel)
+        if counted is not None:
+            return counted
         try:
             async with self.pool.stream(
                 "/chat/completions", body, affinity=affinity_keys(turn), cancel=turn.cancel
