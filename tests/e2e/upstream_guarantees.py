@@ -16,6 +16,9 @@ import httpx
 import jsonschema
 import openai
 import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
 
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server
@@ -28,6 +31,7 @@ __all__ = [
     "test_a_prompt_too_long_is_a_400_context_length_exceeded",
     "test_earlier_reasoning_is_accepted",
     "test_forced_call_streams_as_a_function_call",
+    "test_langchain_bind_tools_forced_and_required",
     "test_required_tool_choice_gives_a_call_with_valid_arguments",
     "test_truncation_auto_fits_the_upstream_window",
     "test_usage_is_reported_json_and_streamed",
@@ -134,6 +138,37 @@ def test_forced_call_streams_as_a_function_call(front: Server) -> None:
     assert call["type"] == "function_call" and call["name"] == "get_weather"
     jsonschema.validate(json.loads(call["arguments"]), WEATHER["parameters"])
     assert_usage(final["usage"])
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def test_langchain_bind_tools_forced_and_required(front: Server) -> None:
+    """LangChain's bind_tools(tool_choice=...), the client the issue saw get text back."""
+    chat = ChatOpenAI(
+        model=ALIAS,
+        base_url=front.base_url,
+        api_key="unused",  # type: ignore[arg-type]
+        use_responses_api=True,
+        temperature=0,
+        max_tokens=64,  # type: ignore[call-arg]
+        max_retries=0,
+        timeout=TIMEOUT,
+    )
+    named = chat.bind_tools([get_weather], tool_choice="get_weather").invoke("Hi there!")
+    assert isinstance(named, AIMessage)
+    assert [call["name"] for call in named.tool_calls] == ["get_weather"]
+    assert isinstance(named.tool_calls[0]["args"]["city"], str)
+    chunks = list(chat.bind_tools([get_weather], tool_choice="required").stream("Oslo?"))
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    assert isinstance(whole, AIMessageChunk)
+    assert whole.response_metadata["status"] == "completed"
+    assert [call["name"] for call in whole.tool_calls] == ["get_weather"]
 
 
 def test_usage_is_reported_json_and_streamed(front: Server) -> None:
