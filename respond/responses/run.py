@@ -25,6 +25,7 @@ from respond.engines._base import (
     Delta,
     Engine,
     EngineError,
+    OverloadedError,
     Routing,
     Sampling,
     SchemaFormat,
@@ -82,7 +83,10 @@ class ResponseRecorder(Protocol):
 
 def api_error(exc: EngineError) -> APIError:
     """An engine's failure as the client sees it when nothing has been streamed yet."""
-    return APIError(exc.status, exc.message, code=exc.code)
+    headers = {}
+    if isinstance(exc, OverloadedError):
+        headers["Retry-After"] = str(exc.retry_after)
+    return APIError(exc.status, exc.message, code=exc.code, headers=headers)
 
 
 @dataclass
@@ -284,7 +288,7 @@ class Responses:
                 400, exc.message, param=_constraint_param(body, exc), code=exc.code
             ) from exc
         except EngineError as exc:
-            raise APIError(exc.status, exc.message, code=exc.code) from exc
+            raise api_error(exc) from exc
 
     async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
         """Make the prompt fit the context window, or explain by how much it does not.
