@@ -79,18 +79,36 @@ class Scheduler:
     def _run(self) -> None:
         while True:
             try:
-                self._admit(self._arrivals())
+                arrivals, gone = self._arrivals()
+                for job in gone:
+                    self._end_unstarted(job)
+                self._admit(arrivals)
                 self._step()
             except Exception:  # a bug: log it, keep serving the other slots
                 log.exception("the decode loop failed a step")
 
-    def _arrivals(self) -> list[Job]:
-        """Waiting jobs for the free slots; blocks while there is nothing to do."""
+    def _arrivals(self) -> tuple[list[Job], list[Job]]:
+        """Waiting jobs for the free slots, and those cancelled while they waited (their
+        client left: they must not hold a place in the queue). Blocks while idle."""
         with self._wake:
             while not self._waiting and not any(slot.job for slot in self.slots):
                 self._wake.wait()
+            gone = [job for job in self._waiting if job.turn.cancel.is_set()]
+            for job in gone:
+                self._waiting.remove(job)
             free = sum(slot.job is None for slot in self.slots)
-            return [self._waiting.popleft() for _ in range(min(free, len(self._waiting)))]
+            arrivals = [self._waiting.popleft() for _ in range(min(free, len(self._waiting)))]
+            return arrivals, gone
+
+    def _end_unstarted(self, job: Job) -> None:
+        """End a job that never had a slot as a cancelled turn (its Usage and Finish)."""
+        try:
+            if job.start() is not None:
+                job.cancel()
+        except Exception as exc:
+            job.emit(exc)
+        job.close()
+        job.emit(None)
 
     def _admit(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
