@@ -134,7 +134,7 @@ def test_start_up_block(counted: Server) -> None:
     for line in (
         f"playground  {counted.url}/",
         f"API         {counted.base_url}",
-        f"model       {MODEL} (llama.cpp, context 4096 tokens, 1 slot)",
+        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots)",
         "auth        off",
         f"curl -s {counted.base_url}/responses",
     ):
