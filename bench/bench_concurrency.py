@@ -159,14 +159,22 @@ def find_llama_server() -> Path | None:
     return next((path for path in found if path.is_file()), None)
 
 
-def summary(results: list[Result]) -> dict[str, float]:
+def aggregate(run: list[Result]) -> float:
+    """Output tokens/s of one run of concurrent streams, from the first start to the last end."""
+    ok = [r for r in run if r.error is None]
+    if not ok:
+        return 0.0
+    return sum(r.tokens for r in ok) / (max(r.ended for r in ok) - min(r.started for r in ok))
+
+
+def summary(runs: list[list[Result]]) -> dict[str, float]:
+    results = [r for run in runs for r in run]
     ok = [r for r in results if r.error is None]
     if not ok:
         return {"agg": 0, "p50": 0, "p95": 0, "decode": 0, "errors": len(results)}
-    wall = max(r.ended for r in ok) - min(r.started for r in ok)
     ttfts = sorted(r.ttft for r in ok)
     return {
-        "agg": sum(r.tokens for r in ok) / wall,
+        "agg": statistics.median(aggregate(run) for run in runs),
         "p50": statistics.median(ttfts),
         "p95": ttfts[min(len(ttfts) - 1, round(0.95 * (len(ttfts) - 1)))],
         "decode": statistics.median(r.decode for r in ok),
@@ -199,7 +207,7 @@ def main() -> None:
     )
     upstream = start_llama_server(binary, args, tmp)
     servers = {"respond": respond.url, "llama-server": upstream.url}
-    runs: dict[tuple[str, int], list[Result]] = defaultdict(list)
+    runs: dict[tuple[str, int], list[list[Result]]] = defaultdict(list)
     ratios: dict[str, list[float]] = defaultdict(list)
     try:
         for url in servers.values():  # warm up: load pages, first allocations
@@ -207,7 +215,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for level in levels:
                 for name, url in servers.items():
-                    runs[(name, level)] += concurrent(url, level, args.tokens)
+                    runs[(name, level)].append(concurrent(url, level, args.tokens))
         for name, url in servers.items():
             ratios[name] = chains(url, args.chains, args.turns, args.chain_tokens)
     finally:
