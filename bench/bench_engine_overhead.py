@@ -20,6 +20,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from llama_cpp import Llama
+
 from respond.engines import ChatMessage, ChatTurn
 from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
 from tests.support.server import start_server
@@ -31,9 +33,10 @@ PROMPTS = [
 ]
 
 
-def direct(engine: LlamaCppEngine, prompt: str, tokens: int) -> tuple[float, float, int]:
+def direct(
+    engine: LlamaCppEngine, llm: Llama, prompt: str, tokens: int
+) -> tuple[float, float, int]:
     """(ttft seconds, decode tokens/s, tokens) for llama-cpp-python's generate loop."""
-    llm = engine._llm
     turn = ChatTurn(model="x", messages=[ChatMessage(role="user", content=prompt)])
     prompt_tokens = engine.tokenize(turn)
     started = time.perf_counter()
@@ -78,14 +81,15 @@ def main() -> None:
     args = parser.parse_args()
 
     engine = LlamaCppEngine(bundled_model_path(), alias="direct", n_threads=args.threads)
-    engine.load()
+    engine.load()  # for its tokenizer
+    llm = Llama(model_path=str(bundled_model_path()), n_threads=args.threads, verbose=False)
     tmp = Path("/tmp/respond-bench")
     server = start_server(tmp, "--threads", str(args.threads), "--log-level", "warning")
     results: dict[str, list[tuple[float, float, int]]] = {"direct": [], "respond": []}
     try:
         for _ in range(args.rounds):
             for prompt in PROMPTS:
-                results["direct"].append(direct(engine, prompt, args.tokens))
+                results["direct"].append(direct(engine, llm, prompt, args.tokens))
                 results["respond"].append(over_http(server.url, prompt, args.tokens))
     finally:
         server.stop()

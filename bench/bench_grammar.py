@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from llama_cpp import Llama
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from respond.engines import ChatMessage, ChatTurn, Sampling, TextDelta, Usage
@@ -84,9 +85,10 @@ async def respond_arm(engine: LlamaCppEngine, chat: ChatTurn) -> tuple[float, in
     return last - first, produced
 
 
-def stock_arm(engine: LlamaCppEngine, chat: ChatTurn, grammar: str) -> tuple[float, int]:
+def stock_arm(
+    engine: LlamaCppEngine, llm: Llama, chat: ChatTurn, grammar: str
+) -> tuple[float, int]:
     """(decode seconds, tokens) with the grammar inside llama-cpp-python's sampler chain."""
-    llm = engine._llm
     tokens = engine.tokenize(chat)
     first = last = 0.0
     count = 0
@@ -119,6 +121,7 @@ async def main() -> None:
     args = parser.parse_args()
     engine = LlamaCppEngine(bundled_model_path(), alias="bench", n_threads=args.threads)
     engine.load()
+    llm = Llama(model_path=str(bundled_model_path()), n_threads=args.threads, verbose=False)
     grammar = output_grammar(json_output=True, schema=SCHEMA)
     rates: dict[str, list[float]] = {"free": [], "schema": [], "stock": []}
     counts: dict[str, list[int]] = {"free": [], "schema": [], "stock": []}
@@ -128,7 +131,7 @@ async def main() -> None:
                 schema = None if arm == "free" else SCHEMA
                 chat = turn(prompt, args.tokens, schema)
                 if arm == "stock":
-                    seconds, produced = stock_arm(engine, chat, grammar)
+                    seconds, produced = stock_arm(engine, llm, chat, grammar)
                 else:
                     seconds, produced = await respond_arm(engine, chat)
                 rates[arm].append(rate(seconds, produced))
@@ -142,4 +145,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())  # one event loop: the engine's FIFO lock belongs to it
+    asyncio.run(main())

@@ -31,6 +31,11 @@ class Settings:
     n_ctx: int = 4096
     n_threads: int | None = None
     seed: int | None = None
+    # The embedded engine's slots (requests decoded together), its queue beyond them, and
+    # the tokens per decode step (the engine's own defaults are the same).
+    n_slots: int = 4
+    queue_max: int = 64
+    n_batch: int = 512
     api_keys: list[str] = field(default_factory=list)  # lines: "key" or "tenant:key"
     data_dir: Path = field(default_factory=default_data_dir)
     store_url: str | None = None  # None: SQLite in data_dir

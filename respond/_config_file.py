@@ -42,6 +42,8 @@ class EmbeddedModel:
     ctx_size: int = 4096
     threads: int | None = None
     seed: int | None = None
+    parallel: int = 4  # slots
+    queue_max: int = 64
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class UpstreamModel:
 
 ModelEntry = EmbeddedModel | UpstreamModel
 
-_EMBEDDED_KEYS = {"gguf", "ctx_size", "threads", "seed"}
+_EMBEDDED_KEYS = {"gguf", "ctx_size", "threads", "seed", "parallel", "queue_max"}
 _UPSTREAM_KEYS = {
     "upstream",
     "api",
@@ -148,6 +150,8 @@ class _Reader:
             ctx_size=self.integer(f"{key}.ctx_size", table.get("ctx_size", 4096), minimum=256),
             threads=self.optional_int(f"{key}.threads", table.get("threads")),
             seed=self.optional_int(f"{key}.seed", table.get("seed"), minimum=None),
+            parallel=self.integer(f"{key}.parallel", table.get("parallel", 4)),
+            queue_max=self.integer(f"{key}.queue_max", table.get("queue_max", 64), minimum=0),
         )
 
     def upstream(self, key: str, alias: str, table: dict[str, Any]) -> UpstreamModel:

@@ -84,7 +84,13 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         default_alias = path.stem
     if settings is None:  # from a config file: the table name is the alias
         return LlamaCppEngine(
-            path, alias=entry.alias, n_ctx=entry.ctx_size, n_threads=entry.threads, seed=entry.seed
+            path,
+            alias=entry.alias,
+            n_ctx=entry.ctx_size,
+            n_threads=entry.threads,
+            seed=entry.seed,
+            n_slots=entry.parallel,
+            queue_max=entry.queue_max,
         )
     return LlamaCppEngine(
         path,
@@ -92,6 +98,9 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         n_ctx=settings.n_ctx,
         n_threads=settings.n_threads,
         seed=settings.seed,
+        n_slots=settings.n_slots,
+        queue_max=settings.queue_max,
+        n_batch=settings.n_batch,
     )
 
 

@@ -137,8 +137,10 @@ def create_app(
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
         if anthropic(request):
-            return messages.error_response(request, exc.status, exc.message, exc.__cause__)
-        return JSONResponse(exc.body(), status_code=exc.status)
+            return messages.error_response(
+                request, exc.status, exc.message, exc.__cause__, headers=exc.headers
+            )
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +51,26 @@ def _parser() -> argparse.ArgumentParser:
         help="context window in tokens",
     )
     serve.add_argument("-t", "--threads", type=int, default=None, help="CPU threads for generation")
+    serve.add_argument(
+        "-np",
+        "--parallel",
+        type=_at_least(1),
+        default=env("RESPOND_PARALLEL", "4"),
+        help="slots: requests the embedded model generates at once (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--queue-max",
+        type=_at_least(0),
+        default=env("RESPOND_QUEUE_MAX", "64"),
+        help="requests that may wait for a slot; more are answered 429 (default: %(default)s)",
+    )
+    serve.add_argument(
+        "-b",
+        "--batch-size",
+        type=_at_least(32),
+        default=env("RESPOND_BATCH_SIZE", "512"),
+        help="tokens per decode step; longer prompts are read in chunks (default: %(default)s)",
+    )
     serve.add_argument("--seed", type=int, default=None)
     serve.add_argument(
         "--api-key",
@@ -175,6 +195,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: an integer >= {minimum}")
+        return int(text)
+
+    return parse
+
+
 def _duration(text: str) -> int:
     """'3600' / '3600s' / '90m' / '12h' / '30d' -> seconds."""
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -203,6 +232,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         n_ctx=args.ctx_size,
         n_threads=args.threads,
         seed=args.seed,
+        n_slots=args.parallel,
+        queue_max=args.queue_max,
+        n_batch=args.batch_size,
         api_keys=keys,
         data_dir=args.data_dir,
         store_url=args.store,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -24,7 +24,7 @@ from respond.api._messages_wire import (
     message_of,
     request_body,
 )
-from respond.engines import ContextOverflowError
+from respond.engines import ContextOverflowError, OverloadedError
 from respond.protocol import events as ev
 from respond.protocol import messages as m
 from respond.protocol.errors import APIError
@@ -126,9 +126,13 @@ def _request_id(request: Request) -> str:
 
 
 def error_response(
-    request: Request, status: int, message: str, cause: object = None
+    request: Request,
+    status: int,
+    message: str,
+    cause: object = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    """An error in Anthropic's envelope, with the request-id header."""
+    """An error in Anthropic's envelope, with the request-id header (and `headers`)."""
     if isinstance(cause, ContextOverflowError):
         # Claude Code looks for "prompt is too long" to compact its conversation.
         message = (
@@ -137,9 +141,11 @@ def error_response(
             f"{cause.context_window} tokens, and output needs room too)"
         )
     rid = _request_id(request)
-    body = m.MessagesError(
-        error=m.MessagesErrorDetail(type=error_type(status), message=message), request_id=rid
-    )
+    # A full queue is what Anthropic calls overloaded (its 529), answered as a 429.
+    kind = "overloaded_error" if isinstance(cause, OverloadedError) else error_type(status)
+    body = m.MessagesError(error=m.MessagesErrorDetail(type=kind, message=message), request_id=rid)
     return JSONResponse(
-        body.model_dump(mode="json"), status_code=status, headers={"request-id": rid}
+        body.model_dump(mode="json"),
+        status_code=status,
+        headers={**(headers or {}), "request-id": rid},
     )

@@ -62,17 +62,21 @@ async def health(request: Request) -> JSONResponse:
 
 
 async def _upstream_health(service: Responses) -> JSONResponse:
-    """Ok while every model has at least one reachable backend; details per upstream."""
+    """Ok while every model has at least one reachable backend; details per upstream, and
+    the slots of engines that have them (busy, and requests waiting for one)."""
     names = list(service.engines)
     reports = await asyncio.gather(*(service.engines[name].health() for name in names))
     details = {name: report for name, report in zip(names, reports, strict=True) if report}
-    if not details:
+    models: dict[str, dict[str, Any]] = {name: {"upstreams": r} for name, r in details.items()}
+    for name, engine in service.engines.items():
+        load = engine.load_report()
+        if load is not None and load.slots is not None:
+            slots = {"slots": load.slots, "busy_slots": load.busy_slots, "queued": load.queued}
+            models.setdefault(name, {}).update(slots)
+    if not models:
         return JSONResponse({"status": "ok"})
     down = [name for name, report in details.items() if not any(u["ok"] for u in report)]
-    body = {
-        "status": "error" if down else "ok",
-        "models": {name: {"upstreams": report} for name, report in details.items()},
-    }
+    body: dict[str, Any] = {"status": "error" if down else "ok", "models": models}
     if down:
         body.update(
             error_body(

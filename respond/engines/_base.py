@@ -33,6 +33,7 @@ __all__ = [
     "FunctionSpec",
     "LoadReport",
     "ModelInfo",
+    "OverloadedError",
     "ReasoningDelta",
     "Routing",
     "Sampling",
@@ -248,6 +249,15 @@ class EngineError(Exception):
         self.code = code
         self.status = status
         self.param = param
+
+
+class OverloadedError(EngineError):
+    """Every slot is busy and the queue is full: a 429 telling the client when to retry
+    (OpenAI's rate_limit_exceeded, Anthropic's overloaded_error)."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, code="rate_limit_exceeded", status=429)
+        self.retry_after = retry_after  # seconds, for the Retry-After header
 
 
 def model_loading() -> EngineError:

@@ -54,9 +54,11 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         type: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = dict(headers or {})  # e.g. Retry-After on a 429
         self.message = message
         self.param = param
         self.code = code or _CODES.get(

@@ -25,6 +25,7 @@ from respond.engines._base import (
     Delta,
     Engine,
     EngineError,
+    OverloadedError,
     Routing,
     Sampling,
     SchemaFormat,
@@ -82,7 +83,10 @@ class ResponseRecorder(Protocol):
 
 def api_error(exc: EngineError) -> APIError:
     """An engine's failure as the client sees it when nothing has been streamed yet."""
-    return APIError(exc.status, exc.message, code=exc.code, param=exc.param)
+    headers = {}
+    if isinstance(exc, OverloadedError):
+        headers["Retry-After"] = str(exc.retry_after)
+    return APIError(exc.status, exc.message, code=exc.code, param=exc.param, headers=headers)
 
 
 @dataclass

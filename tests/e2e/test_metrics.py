@@ -77,8 +77,8 @@ def test_requests_tokens_latencies_and_store(counted: Server) -> None:
     get = {"operation": "get_response"}
     assert moved(before, after, "respond_store_operation_duration_seconds_count", **get) == 1
     assert moved(before, after, "respond_store_errors_total", **save) == 0
-    # The embedded engine: one slot, idle again, nobody waiting.
-    assert value(after, "respond_engine_slots", model=MODEL) == 1
+    # The embedded engine: its four slots (the default), idle again, nobody waiting.
+    assert value(after, "respond_engine_slots", model=MODEL) == 4
     assert value(after, "respond_engine_busy_slots", model=MODEL) == 0
     assert value(after, "respond_engine_queue_length", model=MODEL) == 0
 
@@ -134,7 +134,7 @@ def test_start_up_block(counted: Server) -> None:
     for line in (
         f"playground  {counted.url}/",
         f"API         {counted.base_url}",
-        f"model       {MODEL} (llama.cpp, context 4096 tokens, 1 slot)",
+        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots)",
         "auth        off",
         f"curl -s {counted.base_url}/responses",
     ):

@@ -9,7 +9,11 @@ from tests.support.server import Server
 
 
 def test_health_and_models(server: Server) -> None:
-    assert httpx.get(f"{server.url}/health").json() == {"status": "ok"}
+    idle = {"slots": 4, "busy_slots": 0, "queued": 0}  # the default slots, none busy
+    assert httpx.get(f"{server.url}/health").json() == {
+        "status": "ok",
+        "models": {"smollm2-135m": idle},
+    }
     models = httpx.get(f"{server.base_url}/models").json()
     assert models["object"] == "list"
     (entry,) = models["data"]

@@ -16,6 +16,8 @@ from typing import Any
 
 import llama_cpp
 
+from respond.engines.llamacpp._model import NativeModel
+
 __all__ = ["SpecialSplitter"]
 
 # Special tokens per piece: few enough that llama.cpp's own split stays cheap.
@@ -23,11 +25,11 @@ _PER_PIECE = 32
 
 
 class SpecialSplitter:
-    """Tokenizes with `llm` as llm.tokenize(text, special=True) would, piece by piece."""
+    """Tokenizes with `model` as model.tokenize(text, special=True) would, piece by piece."""
 
-    def __init__(self, llm: Any) -> None:
-        self.llm = llm
-        pieces = _special_pieces(llm)
+    def __init__(self, model: NativeModel) -> None:
+        self.model = model
+        pieces = _special_pieces(model.vocab)
         # Longest first, so a special token that begins another is not matched instead.
         alternatives = sorted(pieces, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, alternatives))) if pieces else None
@@ -36,7 +38,7 @@ class SpecialSplitter:
         tokens: list[int] = []
         for index, piece in enumerate(self._pieces(text)):
             encoded = piece.encode("utf-8")
-            tokens += self.llm.tokenize(encoded, add_bos=add_bos and index == 0, special=True)
+            tokens += self.model.tokenize(encoded, add_bos=add_bos and index == 0, special=True)
         return tokens
 
     def _pieces(self, text: str) -> list[str]:
@@ -47,9 +49,8 @@ class SpecialSplitter:
         return [text[a:b] for a, b in itertools.pairwise(cuts) if b > a] or [text]
 
 
-def _special_pieces(llm: Any) -> list[str]:
+def _special_pieces(vocab: Any) -> list[str]:
     """The text of every control or user-defined token (what special=True matches)."""
-    vocab = llm._model.vocab
     kinds = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
     out: list[str] = []
     for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):

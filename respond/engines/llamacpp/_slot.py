@@ -1,0 +1,62 @@
+"""One slot: a sequence of the shared context, what its KV cells hold, and its job.
+
+A slot keeps its cells when its job ends: they are the prompt cache of the conversation
+that ran there, reused by the next request whose prompt starts the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from respond.engines.llamacpp._job import Feed, Job
+from respond.engines.llamacpp._model import NativeModel
+
+__all__ = ["Slot", "common_prefix"]
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class Slot:
+    seq: int  # the llama.cpp sequence id
+    held: list[int] = field(default_factory=list)  # tokens whose KV cells this sequence has
+    pending: list[int] = field(default_factory=list)  # to evaluate before the next sample
+    feed: Feed | None = None  # the job's latest feed, applied at the next step
+    job: Job | None = None
+    used_at: float = 0.0  # when its last job ended (least recently used goes first)
+    prompt_len: int = 0  # the prompt length of its last job
+
+    def continues(self, tokens: list[int]) -> bool:
+        """Whether `tokens` starts with the whole prompt of this slot's last job."""
+        return self.prompt_len > 0 and common_prefix(self.held, tokens) >= self.prompt_len
+
+    def reuse(self, tokens: list[int]) -> int:
+        """How many of a prompt's tokens this slot's cells would spare evaluating."""
+        # llama.cpp must evaluate at least the last prompt token again to get logits.
+        return min(common_prefix(self.held, tokens), len(tokens) - 1)
+
+    def apply(self, feed: Feed, model: NativeModel) -> int:
+        """Make the job's feed pending; for a fresh one, drop the cells past the common
+        prefix first. Returns how many tokens were reused."""
+        if not feed.fresh:
+            self.pending = list(feed.tokens)
+            return 0
+        kept = max(self.reuse(feed.tokens), 0)
+        if kept < len(self.held):
+            model.keep(self.seq, kept)
+            del self.held[kept:]
+        self.pending = list(feed.tokens[kept:])
+        return kept
+
+    def forget(self, model: NativeModel) -> None:
+        """Drop every cell (after a failed decode their contents are unknown)."""
+        model.keep(self.seq, 0)
+        self.held.clear()
+        self.pending.clear()

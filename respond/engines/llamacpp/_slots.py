@@ -1,0 +1,226 @@
+"""The scheduler: continuous batching of every slot in one llama.cpp context.
+
+One decode thread loops: it gives waiting jobs the free slots (arrival order), then builds
+one batch from every busy slot (a decoding slot's one token first, then prompt chunks up
+to `n_batch` tokens in all, so a long prompt is read over several steps while the other
+streams go on), decodes it, and samples each slot whose feed is complete. A job that
+arrives joins at the next step; one that ends frees its slot without stalling the rest.
+
+A job goes to the free slot whose last prompt its own prompt continues (the next turn of
+that conversation, or the same prompt again), the longest such; else to a slot never used,
+else to the least recently used one (its conversation is the one evicted). Whatever prefix
+the chosen slot shares with the prompt is reused either way (a common system prompt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import llama_cpp
+
+from respond.engines.llamacpp._job import Feed, Job
+from respond.engines.llamacpp._model import NativeModel
+from respond.engines.llamacpp._native import big_stack_thread
+from respond.engines.llamacpp._slot import Slot
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("respond.engine")
+
+_SMOOTHING = 0.2  # weight of the latest job in the average job time (Retry-After)
+
+
+class Scheduler:
+    def __init__(self, model: NativeModel, *, n_slots: int, queue_max: int) -> None:
+        self.model = model
+        self.slots = [Slot(seq) for seq in range(n_slots)]
+        self.queue_max = queue_max
+        self._waiting: deque[Job] = deque()
+        self._wake = threading.Condition()
+        self._batch: Any = llama_cpp.llama_batch_init(model.n_batch, 0, 1)
+        self._in_batch: list[Slot] = []  # the slots in the batch being decoded
+        self._job_seconds = 1.0  # a running average, for Retry-After
+        # A big stack: samplers parse their grammars in this thread (_native.py).
+        big_stack_thread(self._run, (), "respond-decode")
+
+    # ------------------------------------------------------------ any thread
+
+    def submit(self, job: Job) -> None:
+        with self._wake:
+            self._waiting.append(job)
+            self._wake.notify()
+
+    @property
+    def busy(self) -> int:
+        return sum(slot.job is not None for slot in self.slots)
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+    def full(self) -> bool:
+        """Every slot busy and the queue at its limit: a new request would only wait."""
+        return self.busy >= len(self.slots) and self.queued >= self.queue_max
+
+    def retry_after(self) -> int:
+        """Seconds until a slot is likely free for one more request."""
+        rounds = (self.queued + 1) / len(self.slots)
+        return max(1, min(600, math.ceil(self._job_seconds * rounds)))
+
+    # ------------------------------------------------------------ the decode thread
+
+    def _run(self) -> None:
+        while True:
+            try:
+                arrivals, gone = self._arrivals()
+                for job in gone:
+                    self._end_unstarted(job)
+                self._admit(arrivals)
+                self._step()
+            except Exception:  # a bug: log it, keep serving the other slots
+                log.exception("the decode loop failed a step")
+
+    def _arrivals(self) -> tuple[list[Job], list[Job]]:
+        """Waiting jobs for the free slots, and those cancelled while they waited (their
+        client left: they must not hold a place in the queue). Blocks while idle."""
+        with self._wake:
+            while not self._waiting and not any(slot.job for slot in self.slots):
+                self._wake.wait()
+            gone = [job for job in self._waiting if job.turn.cancel.is_set()]
+            for job in gone:
+                self._waiting.remove(job)
+            free = sum(slot.job is None for slot in self.slots)
+            arrivals = [self._waiting.popleft() for _ in range(min(free, len(self._waiting)))]
+            return arrivals, gone
+
+    def _end_unstarted(self, job: Job) -> None:
+        """End a job that never had a slot as a cancelled turn (its Usage and Finish)."""
+        try:
+            if job.start() is not None:
+                job.cancel()
+        except Exception as exc:
+            job.emit(exc)
+        job.close()
+        job.emit(None)
+
+    def _admit(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            slot = _choose([s for s in self.slots if s.job is None], job.tokens)
+            slot.job = job
+            slot.prompt_len = len(job.tokens)
+            job.slot = slot.seq
+            self._advance(slot, job.start)
+
+    def _step(self) -> None:
+        for slot in self.slots:
+            job = slot.job
+            if job is not None and job.turn.cancel.is_set():
+                self._advance(slot, job.cancel)
+        for slot in self.slots:
+            if slot.job is not None and slot.feed is not None:
+                reused = slot.apply(slot.feed, self.model)
+                if slot.job.cached is None:
+                    slot.job.cached = reused
+                slot.feed = None
+        outputs = self._fill()
+        if self._decode():
+            for slot, index in outputs:
+                job = slot.job
+                assert job is not None
+                self._advance(slot, lambda job=job, index=index: job.step(index))
+
+    def _fill(self) -> list[tuple[Slot, int]]:
+        """Put every busy slot's pending tokens in the batch, decoding slots first, up to
+        n_batch tokens; (slot, batch index) for each slot to sample after the decode."""
+        batch = self._batch
+        batch.n_tokens = 0
+        room = self.model.n_batch
+        outputs: list[tuple[Slot, int]] = []
+        busy = [s for s in self.slots if s.job is not None and s.pending]
+        busy.sort(key=lambda s: (len(s.pending) > 1, s.job.arrived if s.job else 0.0))
+        self._in_batch = []
+        for slot in busy:
+            if room == 0:
+                break
+            chunk = slot.pending[:room]
+            for offset, token in enumerate(chunk):
+                at = batch.n_tokens
+                batch.token[at] = token
+                batch.pos[at] = len(slot.held) + offset
+                batch.n_seq_id[at] = 1
+                batch.seq_id[at][0] = slot.seq
+                batch.logits[at] = False
+                batch.n_tokens += 1
+            slot.held += chunk
+            del slot.pending[: len(chunk)]
+            room -= len(chunk)
+            self._in_batch.append(slot)
+            if not slot.pending:
+                batch.logits[batch.n_tokens - 1] = True
+                outputs.append((slot, batch.n_tokens - 1))
+        return outputs
+
+    def _decode(self) -> bool:
+        if self._batch.n_tokens == 0:
+            return False
+        status = self.model.decode(self._batch)
+        if status == 0:
+            return True
+        failure = RuntimeError(f"llama_decode failed with status {status}")
+        for slot in self._in_batch:
+            self._fail(slot, failure)
+            slot.forget(self.model)
+        return False
+
+    def _advance(self, slot: Slot, resume: Any) -> None:
+        """Run the job's logic to its next feed; free the slot when it is done."""
+        job = slot.job
+        assert job is not None
+        try:
+            feed: Feed | None = resume()
+        except Exception as exc:
+            self._fail(slot, exc)
+            return
+        if feed is None:
+            self._release(slot)
+        else:
+            slot.feed = feed
+
+    def _fail(self, slot: Slot, exc: BaseException) -> None:
+        job = slot.job
+        if job is None:
+            return
+        log.error("generation failed on slot %d: %s", slot.seq, exc)
+        with contextlib.suppress(Exception):
+            job.close()
+        with contextlib.suppress(Exception):
+            job.emit(exc)  # the stream raises it as an EngineError
+        self._release(slot)
+
+    def _release(self, slot: Slot) -> None:
+        job = slot.job
+        assert job is not None
+        seconds = time.monotonic() - job.arrived
+        self._job_seconds += _SMOOTHING * (seconds - self._job_seconds)
+        with contextlib.suppress(Exception):
+            job.emit(None)  # the end of the stream
+        slot.job = None
+        slot.feed = None
+        slot.pending.clear()
+        slot.used_at = time.monotonic()
+
+
+def _choose(free: list[Slot], tokens: list[int]) -> Slot:
+    """The free slot for a prompt: see the module's docstring."""
+    continued = [s for s in free if s.continues(tokens)]
+    if continued:
+        return max(continued, key=lambda s: s.prompt_len)
+    # Never used slots have used_at 0: they go first.
+    return min(free, key=lambda s: s.used_at)
