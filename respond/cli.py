@@ -89,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-body-mb", type=int, default=32)
     serve.add_argument(
+        "--max-file-mb",
+        type=int,
+        default=int(env("RESPOND_MAX_FILE_MB", "64")),
+        help="largest file POST /v1/files accepts, in MiB; larger ones get 413 "
+        "(default: %(default)s)",
+    )
+    serve.add_argument(
         "--max-input-items",
         type=int,
         default=int(env("RESPOND_MAX_INPUT_ITEMS", str(Limits.input_items))),
@@ -208,6 +215,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
+        max_file_mb=args.max_file_mb,
         limits=Limits(input_items=args.max_input_items, tools=args.max_tools),
         n_predict=args.n_predict,
         temperature=args.temp,
@@ -262,6 +270,7 @@ def serve(settings: Settings) -> None:
         keys=keys,
         store=store,
         max_body_mb=settings.max_body_mb,
+        max_file_mb=settings.max_file_mb,
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
