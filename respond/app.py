@@ -21,6 +21,7 @@ from respond._version import __version__
 from respond.api import (
     chat,
     conversations,
+    embeddings,
     files,
     messages,
     metrics,
@@ -32,7 +33,7 @@ from respond.api import (
 )
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
-from respond.files import DEFAULT_MAX_FILE_MB, make_file_service
+from respond.files import DEFAULT_MAX_FILE_MB, Embedder, make_file_service
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
@@ -68,6 +69,7 @@ def create_app(
     mcp: McpSettings | None = None,
     reasoning_events: ReasoningEvents = "openai",
     max_file_mb: int = DEFAULT_MAX_FILE_MB,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
     meters = Metrics(engines)
@@ -88,7 +90,11 @@ def create_app(
     runs = Runs(service, store) if store is not None else None
     file_service = (
         make_file_service(
-            store, runner=runs.runner, stale_after=STALE_SECONDS, max_file_mb=max_file_mb
+            store,
+            runner=runs.runner,
+            stale_after=STALE_SECONDS,
+            max_file_mb=max_file_mb,
+            embedder=embedder,
         )
         if runs is not None
         else None
@@ -140,6 +146,7 @@ def create_app(
     app.state.store = store
     app.state.history = history
     app.state.files = file_service
+    app.state.embedder = embedder
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.state.metrics = meters
@@ -152,6 +159,7 @@ def create_app(
     app.include_router(models.router)
     app.include_router(files.router)
     app.include_router(vector_stores.router)
+    app.include_router(embeddings.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
 

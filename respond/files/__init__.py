@@ -14,6 +14,7 @@ from respond.files._embedding import Embedder
 from respond.files._extract import ExtractionError, extract_text
 from respond.files._filters import check_filter, matches
 from respond.files._indexer import Indexer
+from respond.files._llama_embedder import bundled_embedder, file_embedder
 from respond.files._search import Hit, Retriever
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
@@ -28,6 +29,8 @@ __all__ = [
     "ExtractionError",
     "FileService",
     "Hit",
+    "bundled_embedder",
+    "file_embedder",
     "Sizes",
     "check_filter",
     "extract_text",

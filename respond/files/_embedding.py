@@ -17,6 +17,10 @@ class Embedder(Protocol):
         """One unit-length vector per text, in order."""
         ...
 
+    async def embed_counted(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """The same, and how many tokens the texts were (usage)."""
+        ...
+
 
 def pack(vector: list[float]) -> bytes:
     """A vector as stored: float32, little-endian."""

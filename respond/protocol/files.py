@@ -15,6 +15,7 @@ __all__ = [
     "ChunkingStrategy",
     "ComparisonFilter",
     "CompoundFilter",
+    "EmbeddingsBody",
     "ExpiresAfter",
     "FileBatchCreateBody",
     "FileObject",
@@ -132,6 +133,15 @@ class SearchBody(WireIn):
     max_num_results: int = Field(default=10, ge=1, le=50)
     ranking_options: RankingOptions | None = None
     rewrite_query: bool = False
+
+
+class EmbeddingsBody(WireIn):
+    # Token arrays (lists of ints) parse too, so the route can say they are not supported.
+    input: str | list[str] | list[int] | list[list[int]] = Field(union_mode="left_to_right")
+    model: str = Field(max_length=256)
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = None
 
 
 # ---------------------------------------------------------------- answers (documented shapes)

@@ -174,13 +174,32 @@ def test_upload_and_poll_then_search(client: openai.OpenAI) -> None:
         assert page.data, query
         assert page.data[0].filename == expected, (query, [d.filename for d in page.data])
         assert 0 < page.data[0].score <= 1
-    # Scripts and styles are not a page's text.
-    assert not client.vector_stores.search(store.id, query="owl").data
 
-    content = client.vector_stores.files.content(
-        file_id=indexed["comet.pdf"].id, vector_store_id=store.id
-    )
-    assert "tail of ice and dust" in " ".join(part.text or "" for part in content)
+    def text_of(name: str) -> str:
+        parts = client.vector_stores.files.content(
+            file_id=indexed[name].id, vector_store_id=store.id
+        )
+        return "\n".join(part.text or "" for part in parts)
+
+    assert "tail of ice and dust" in text_of("comet.pdf")
+    # A page's text is its body's, without scripts and styles.
+    assert text_of("kettle.html") == "Kettles\nA kettle boils water for tea."
+
+
+def test_hybrid_search_finds_meaning_without_shared_words(client: openai.OpenAI) -> None:
+    store = client.vector_stores.create(name="hybrid")
+    for name, text in [
+        ("clinic.txt", b"The physician prescribed medication for the infection."),
+        ("harbor.txt", b"The harbor is full of sailboats and fishing boats."),
+        ("bakery.txt", b"Fresh bread and pastries are sold every morning."),
+    ]:
+        client.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=(name, text))
+    # No word of the query is in any file: only the embedding model can tell.
+    page = client.vector_stores.search(store.id, query="doctor gave medicine")
+    assert page.data[0].filename == "clinic.txt", [(d.filename, d.score) for d in page.data]
+    # Both rankings agree on this one: fused, it is first with the best possible score.
+    page = client.vector_stores.search(store.id, query="sailboats in the harbor")
+    assert page.data[0].filename == "harbor.txt" and page.data[0].score == 1.0
 
 
 def test_filters_and_detach(client: openai.OpenAI) -> None:

@@ -3,6 +3,7 @@ done again (or failed) by the next one, and one tenant's files and stores are an
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from pathlib import Path
@@ -17,9 +18,10 @@ from tests.support.server import start_server
 
 def _interrupt(db: Path, store_id: str, file_id: str, attempts: int) -> None:
     """Make the file look like a dead process was indexing it: claimed, chunks gone."""
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
         conn.execute(
-            "UPDATE vector_store_files SET status = 'in_progress', claimed_by = 'runner_gone', "
+            "UPDATE vector_store_files SET status = 'in_progress', "
+            "body = json_set(body, '$.status', 'in_progress'), claimed_by = 'runner_gone', "
             "claimed_at = 0, attempts = ? WHERE vector_store_id = ? AND file_id = ?",
             (attempts, store_id, file_id),
         )
