@@ -3,17 +3,20 @@ done again (or failed) by the next one, and one tenant's files and stores are an
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 import time
 from pathlib import Path
 
+import asyncpg
 import openai
 import pytest
 
 from respond.store.chunks import MAX_ATTEMPTS
 from tests.support.clients import openai_client
 from tests.support.server import start_server
+from tests.support.stores import PG_URL, drop_schema, new_schema_url
 
 
 def _interrupt(db: Path, store_id: str, file_id: str, attempts: int) -> None:
@@ -71,6 +74,55 @@ def test_interrupted_indexing_is_redone_or_failed_after_a_restart(tmp_path: Path
             assert [hit.file_id for hit in hits] == [redo.id]
     finally:
         server.stop()
+
+
+@pytest.mark.pg
+def test_replicas_share_files_and_take_over_a_dead_replicas_indexing(tmp_path: Path) -> None:
+    url, schema = new_schema_url()
+    first = start_server(tmp_path / "a", "--threads", "1", "--store", url)
+    second = start_server(tmp_path / "b", "--threads", "1", "--store", url)
+    try:
+        with openai_client(first.base_url) as a, openai_client(second.base_url) as b:
+            store = a.vector_stores.create(name="shared")
+            entry = a.vector_stores.files.upload_and_poll(
+                vector_store_id=store.id, file=("tides.txt", b"tides follow the moon")
+            )
+            # The other replica serves the same file, store and chunks.
+            assert b.files.content(entry.id).read() == b"tides follow the moon"
+            assert [h.file_id for h in b.vector_stores.search(store.id, query="tides").data] == [
+                entry.id
+            ]
+            # A replica that died while indexing (its claim stays, it never heartbeats again):
+            # a live one takes the file over and indexes it again.
+            asyncio.run(_interrupt_pg(schema, store.id, entry.id))
+            assert _settled(b, store.id, entry.id) == "completed"
+            # Its chunks were gone: found again, it was indexed again.
+            assert [h.file_id for h in a.vector_stores.search(store.id, query="moon").data] == [
+                entry.id
+            ]
+    finally:
+        first.stop()
+        second.stop()
+        asyncio.run(drop_schema(schema))
+
+
+async def _interrupt_pg(schema: str, store_id: str, file_id: str) -> None:
+    conn = await asyncpg.connect(PG_URL, server_settings={"search_path": schema})
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "UPDATE vector_store_files SET status = 'in_progress', "
+                "body = jsonb_set(body::jsonb, '{status}', '\"in_progress\"')::text, "
+                "claimed_by = 'runner_gone', claimed_at = 0, attempts = 1 "
+                "WHERE vector_store_id = $1 AND file_id = $2",
+                store_id,
+                file_id,
+            )
+            await conn.execute(
+                "DELETE FROM chunks WHERE vector_store_id = $1 AND file_id = $2", store_id, file_id
+            )
+    finally:
+        await conn.close()
 
 
 def test_another_tenant_gets_404_everywhere(tmp_path: Path) -> None:
