@@ -118,7 +118,10 @@ def file_embedder(path: Path, threads: int | None = None) -> LlamaEmbedder:
     """
     import gguf
 
-    reader = gguf.GGUFReader(str(path))
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except (ValueError, IndexError, KeyError) as exc:  # gguf's ways of saying "not GGUF"
+        raise ValueError(f"{path} is not a GGUF file ({exc})") from None
 
     def field(key: str) -> Any:
         found = reader.get_field(key)

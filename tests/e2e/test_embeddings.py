@@ -16,7 +16,8 @@ import numpy as np
 import openai
 import pytest
 
-from tests.support.server import Server
+from tests.support.clients import openai_client
+from tests.support.server import Server, start_server
 
 MODEL = "all-minilm-l6-v2"
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
@@ -83,3 +84,46 @@ def test_bad_requests_name_the_param(
 def test_the_model_is_the_only_dimensions_it_has(client: openai.OpenAI) -> None:
     answer = client.embeddings.create(model=MODEL, input="x", dimensions=384)
     assert len(answer.data[0].embedding) == 384
+
+
+def test_another_gguf_model_or_none(tmp_path: Path) -> None:
+    from respond.files._minilm import bundled_gguf
+
+    converted = bundled_gguf()  # any GGUF embedding model: here, the converted MiniLM
+    assert converted is not None
+    own = tmp_path / "my-embedder.gguf"
+    own.symlink_to(converted)
+    server = start_server(tmp_path / "own", "--threads", "1", "--embedding-model", str(own))
+    try:
+        with openai_client(server.base_url) as sdk:
+            answer = sdk.embeddings.create(model="my-embedder", input="a heron")
+            assert answer.model == "my-embedder" and len(answer.data[0].embedding) == 384
+    finally:
+        server.stop()
+
+    server = start_server(tmp_path / "none", "--threads", "1", "--embedding-model", "none")
+    try:
+        reply = httpx.post(
+            f"{server.base_url}/embeddings", json={"model": MODEL, "input": "x"}, timeout=30
+        )
+        assert reply.status_code == 501 and reply.json()["error"]["code"] == "unsupported"
+        with openai_client(server.base_url) as sdk:  # search is lexical only, and works
+            store = sdk.vector_stores.create(name="lexical")
+            sdk.vector_stores.files.upload_and_poll(
+                vector_store_id=store.id, file=("a.txt", b"herons and egrets")
+            )
+            hits = sdk.vector_stores.search(store.id, query="egrets").data
+            assert [h.filename for h in hits] == ["a.txt"]
+            assert not sdk.vector_stores.search(store.id, query="doctor").data
+    finally:
+        server.stop()
+
+
+def test_an_unreadable_model_file_stops_the_server_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file")
+    server = start_server(
+        tmp_path, "--threads", "1", "--embedding-model", str(bad), wait_ready=False
+    )
+    assert server.process.wait(timeout=120) != 0
+    assert "--embedding-model" in server.log()
