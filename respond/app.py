@@ -146,6 +146,7 @@ def create_app(
     app.state.store = store
     app.state.history = history
     app.state.files = file_service
+    service.file_search.service = file_service
     app.state.embedder = embedder
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())

@@ -71,6 +71,7 @@ class Retriever:
             and (filters is None or matches(filters, entry.get("attributes") or {}))
         }
         scope = list(entries)
+        queries = list(dict.fromkeys(queries))  # a query asked twice counts once
         rankings: list[list[Chunk]] = []
         for query in queries:
             rankings.append(await self.chunks.lexical(scope, query_terms(query), CANDIDATES))
