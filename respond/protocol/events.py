@@ -34,6 +34,9 @@ __all__ = [
     "McpCallArgumentsDone",
     "McpCallCompleted",
     "McpCallFailed",
+    "FileSearchCallCompleted",
+    "FileSearchCallInProgress",
+    "FileSearchCallSearching",
     "McpCallInProgress",
     "McpListToolsCompleted",
     "McpListToolsFailed",
@@ -293,6 +296,18 @@ class McpCallFailed(_ItemEvent):
     type: Literal["response.mcp_call.failed"] = "response.mcp_call.failed"
 
 
+class FileSearchCallInProgress(_ItemEvent):
+    type: Literal["response.file_search_call.in_progress"] = "response.file_search_call.in_progress"
+
+
+class FileSearchCallSearching(_ItemEvent):
+    type: Literal["response.file_search_call.searching"] = "response.file_search_call.searching"
+
+
+class FileSearchCallCompleted(_ItemEvent):
+    type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
+
+
 class ErrorEvent(_Event):
     """A stream-level error not tied to a response (e.g. a bad WebSocket frame)."""
 
@@ -333,6 +348,9 @@ Event = Annotated[
     | McpCallArgumentsDone
     | McpCallCompleted
     | McpCallFailed
+    | FileSearchCallInProgress
+    | FileSearchCallSearching
+    | FileSearchCallCompleted
     | ErrorEvent,
     Field(discriminator="type"),
 ]

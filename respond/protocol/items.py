@@ -11,6 +11,7 @@ from respond.protocol._base import Wire, omit_none
 __all__ = [
     "CustomToolCallItem",
     "FunctionCallItem",
+    "FileSearchCallItem",
     "FunctionCallOutputItem",
     "LogProb",
     "McpApprovalRequestItem",
@@ -159,6 +160,17 @@ class McpApprovalRequestItem(Wire):
     arguments: str = ""
 
 
+class FileSearchCallItem(Wire):
+    """A search of vector stores respond ran for the model (OpenAI's `file_search_call`);
+    `results` only with `include: ["file_search_call.results"]`."""
+
+    type: Literal["file_search_call"] = "file_search_call"
+    id: str
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"] = "in_progress"
+    queries: list[str] = Field(default_factory=list)
+    results: list[dict[str, Any]] | None = None
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -167,6 +179,7 @@ OutputItem = Annotated[
     | CustomToolCallItem
     | McpListToolsItem
     | McpCallItem
-    | McpApprovalRequestItem,
+    | McpApprovalRequestItem
+    | FileSearchCallItem,
     Field(discriminator="type"),
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "McpApprovalRequestInput",
     "McpApprovalResponseInput",
     "McpCallInput",
+    "FileSearchCallInput",
     "McpListToolsInput",
     "NamedToolChoice",
     "ReasoningInput",
@@ -179,6 +180,14 @@ class McpApprovalResponseInput(WireIn):
     reason: str | None = None
 
 
+class FileSearchCallInput(WireIn):
+    type: Literal["file_search_call"]
+    id: str = Field(min_length=1)
+    queries: list[str] = Field(default_factory=list)
+    results: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
 def _item_tag(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("type", "message"))
@@ -197,13 +206,14 @@ InputItem = Annotated[
     | Annotated[McpListToolsInput, Tag("mcp_list_tools")]
     | Annotated[McpCallInput, Tag("mcp_call")]
     | Annotated[McpApprovalRequestInput, Tag("mcp_approval_request")]
-    | Annotated[McpApprovalResponseInput, Tag("mcp_approval_response")],
+    | Annotated[McpApprovalResponseInput, Tag("mcp_approval_response")]
+    | Annotated[FileSearchCallInput, Tag("file_search_call")],
     Discriminator(
         _item_tag,
         custom_error_type="invalid_item_type",
         custom_error_message="Unknown input item type; expected one of message, function_call, "
         "function_call_output, reasoning, item_reference, compaction, mcp_list_tools, mcp_call, "
-        "mcp_approval_request, mcp_approval_response",
+        "mcp_approval_request, mcp_approval_response, file_search_call",
     ),
 ]
 

@@ -12,6 +12,7 @@ from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     CustomToolCallInput,
     CustomToolCallOutputInput,
+    FileSearchCallInput,
     FunctionCallInput,
     FunctionCallOutputInput,
     InputFile,
@@ -27,7 +28,13 @@ from respond.protocol.requests import (
     RefusalIn,
 )
 
-__all__ = ["items_to_messages", "mcp_result_text", "normalize_input", "stored_item"]
+__all__ = [
+    "items_to_messages",
+    "mcp_result_text",
+    "normalize_input",
+    "search_results_text",
+    "stored_item",
+]
 
 _ID_PREFIX = {
     "message": "msg",
@@ -96,6 +103,10 @@ def items_to_messages(
                 reasoning = None
             else:
                 messages.append(ChatMessage(role=item.role, content=text, images=images))
+        elif isinstance(item, FileSearchCallInput):
+            for message in _search_messages(item):
+                _append_assistant_call(messages, message, reasoning)
+            reasoning = None
         elif isinstance(item, FunctionCallInput | CustomToolCallInput):
             call = ChatMessage(role="assistant", tool_calls=(_tool_call(item),))
             _append_assistant_call(messages, call, reasoning)
@@ -200,6 +211,31 @@ def mcp_result_text(output: str | None, error: Any) -> str:
     else:
         message = str(error)
     return f"Error: {message or 'the call failed'}"
+
+
+def _search_messages(item: FileSearchCallInput) -> list[ChatMessage]:
+    """A file_search call as the model made it (the `file_search` function) and its result:
+    the chunks, numbered, when the item kept them (`include: ["file_search_call.results"]`)."""
+    arguments = json.dumps({"queries": item.queries}, ensure_ascii=False)
+    call = ToolCall(call_id=item.id, name="file_search", arguments=arguments)
+    if item.results is None:
+        text = "(The results of this search were not kept.)"
+    else:
+        text = search_results_text(item.results)
+    return [
+        ChatMessage(role="assistant", tool_calls=(call,)),
+        ChatMessage(role="tool", content=text, tool_call_id=item.id),
+    ]
+
+
+def search_results_text(results: Sequence[dict[str, Any]]) -> str:
+    """A file search's chunks as the model reads them: numbered, each with its file's name."""
+    if not results:
+        return "No results found in the files."
+    return "\n\n".join(
+        f"[{n}] {r.get('filename', '')}\n{r.get('text', '')}"
+        for n, r in enumerate(results, start=1)
+    )
 
 
 def _tool_call(item: FunctionCallInput | CustomToolCallInput) -> ToolCall:

@@ -21,6 +21,7 @@ from respond.engines import _base as d
 from respond.protocol import events as ev
 from respond.protocol.items import (
     CustomToolCallItem,
+    FileSearchCallItem,
     FunctionCallItem,
     LogProb,
     McpApprovalRequestItem,
@@ -64,6 +65,7 @@ _PREFIX = {
     "mcp_list_tools": "mcpl",
     "mcp_call": "mcp",
     "mcp_approval_request": "mcpr",
+    "file_search_call": "fs",
 }
 
 
@@ -86,8 +88,14 @@ class EventBuilder:
         # items, or `mcp_approval_request` items when the call needs approval first.
         self._hosted = dict(hosted or {})
         self._approval_arguments = ""
-        # mcp_call items whose arguments are done, waiting for the run to execute them.
+        # mcp_call / file_search_call items whose arguments are done, waiting for the run
+        # to execute them.
         self.calling: dict[str, int] = {}
+        # file_search: the open call's arguments, each call's queries, and the files found
+        # (file id -> name), which the answer that follows cites.
+        self._search_arguments = ""
+        self._queries: dict[str, list[str]] = {}
+        self._cited: dict[str, str] = {}
         # Set when the client asked for reasoning.encrypted_content: each reasoning item
         # is done with its text sealed into encrypted_content.
         self._seal_reasoning = seal_reasoning
@@ -148,6 +156,8 @@ class EventBuilder:
         if isinstance(delta, d.ReasoningDelta):
             return self._summary(delta.text) if delta.summary else self._reasoning(delta.text)
         if isinstance(delta, d.ToolCallStart) and delta.name in self._hosted:
+            if self._hosted[delta.name].family == "file_search":
+                return self._close_open() + self._search_call()
             return self._close_open() + self._hosted_call(self._hosted[delta.name])
         if isinstance(delta, d.ToolCallStart) and delta.name in self._custom_tools:
             self._custom_arguments = ""
@@ -177,6 +187,9 @@ class EventBuilder:
                 return []
             if open_ is not None and open_.kind == "mcp_approval_request":
                 self._approval_arguments += delta.arguments  # no delta events for these
+                return []
+            if open_ is not None and open_.kind == "file_search_call":
+                self._search_arguments += delta.arguments  # the queries, known at the end
                 return []
             if open_ is not None and open_.kind == "mcp_call":
                 return [
@@ -244,6 +257,8 @@ class EventBuilder:
         """An executed `mcp_call`: .completed or .failed, then its output_item.done."""
         index = self.calling.pop(item_id)
         item = self.response.output[index].model_copy(deep=True)
+        if isinstance(item, FileSearchCallItem):
+            return self._search_done(item_id, index, item, result)
         assert isinstance(item, McpCallItem)
         item.output, item.error = result.output, result.error
         item.status = "failed" if result.error is not None else "completed"
@@ -278,12 +293,35 @@ class EventBuilder:
         )
         return out
 
+    def _search_call(self) -> list[ev.Event]:
+        """A `file_search_call`: added and in progress; searching once its queries are known."""
+        self._search_arguments = ""
+        out = self._open_item("file_search_call", lambda item_id: FileSearchCallItem(id=item_id))
+        open_ = self._open
+        assert open_ is not None
+        done = ev.FileSearchCallInProgress(item_id=open_.item_id, output_index=open_.index)
+        return [*out, self._emit(done)]
+
+    def _search_done(
+        self, item_id: str, index: int, item: FileSearchCallItem, result: CallResult
+    ) -> list[ev.Event]:
+        item.queries = self._queries.pop(item_id, [])
+        item.results = result.results if result.error is None else None
+        item.status = "failed" if result.error is not None else "completed"
+        out: list[ev.Event] = []
+        if result.error is None:
+            out.append(self._emit(ev.FileSearchCallCompleted(item_id=item_id, output_index=index)))
+        for found in result.found:
+            self._cited.setdefault(found[0], found[1])
+        out.append(self._emit(ev.OutputItemDone(output_index=index, item=item)))
+        return out
+
     def _close_calling(self, status: str) -> list[ev.Event]:
         """Calls that were never executed (the run ended first) end without output."""
         out: list[ev.Event] = []
         for index in list(self.calling.values()):
             item = self.response.output[index].model_copy(deep=True)
-            assert isinstance(item, McpCallItem)
+            assert isinstance(item, McpCallItem | FileSearchCallItem)
             item.status = status  # type: ignore[assignment]
             out.append(self._emit(ev.OutputItemDone(output_index=index, item=item)))
         self.calling.clear()
@@ -423,6 +461,8 @@ class EventBuilder:
         if isinstance(item, MessageItem) and item.content:
             part = item.content[0]
             assert isinstance(part, OutputText)
+            if self._cited:
+                part.annotations = _citations(self._cited, len(part.text))
             out.append(
                 self._emit(
                     ev.OutputTextDone(
@@ -467,6 +507,12 @@ class EventBuilder:
             if status == "completed":  # the run executes it, then the item is done
                 self.calling[item_id] = index
                 return out
+        elif isinstance(item, FileSearchCallItem) and status == "completed":
+            # Its queries are known: the run searches, then the item is done (call_done).
+            self._queries[item_id] = _queries(self._search_arguments)
+            out.append(self._emit(ev.FileSearchCallSearching(item_id=item_id, output_index=index)))
+            self.calling[item_id] = index
+            return out
         elif isinstance(item, McpApprovalRequestItem):
             item.arguments = self._approval_arguments
             out.append(self._emit(ev.OutputItemDone(output_index=index, item=item)))
@@ -581,6 +627,24 @@ def _still_open(response: ResponseResource) -> _Open | None:
     if done or item.type == "mcp_list_tools" or item.type not in _PREFIX:
         return None
     return _Open(kind=item.type, index=index, item_id=item.id)
+
+
+def _citations(files: Mapping[str, str], index: int) -> list[dict[str, object]]:
+    """A `file_citation` for each file the response's searches found, at the answer's end:
+    respond cannot tell which chunks the model used, so it cites all it was given."""
+    return [
+        {"type": "file_citation", "file_id": file_id, "filename": filename, "index": index}
+        for file_id, filename in files.items()
+    ]
+
+
+def _queries(arguments: str) -> list[str]:
+    """The queries of a file_search call's arguments ({"queries": [...]})."""
+    try:
+        queries = json.loads(arguments).get("queries")
+    except (ValueError, AttributeError):
+        return []
+    return [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else []
 
 
 def _logprob(lp: d.TokenLogprob) -> LogProb:

@@ -49,6 +49,7 @@ from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
 from respond.responses.hosted import Hosted
 from respond.responses.hosted._loop import TurnStream, run_turns
+from respond.responses.hosted.file_search import FileSearchTools
 from respond.responses.hosted.mcp import McpTools, echo_mcp_tool
 from respond.responses.limits import check_request
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
@@ -143,6 +144,8 @@ class Responses:
         self._running: set[str] = set()  # ids of the runs this process is streaming now
         self.metrics = metrics or Metrics()
         self.mcp = mcp or McpTools()
+        # Set by the app once its file service exists (it needs the background runner).
+        self.file_search = FileSearchTools()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     @property
@@ -227,6 +230,10 @@ class Responses:
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
         hosted = await self.mcp.prepare(body, context.history, context.new)
+        searching, forced = await self.file_search.prepare(body, tenant)
+        hosted.tools.update(searching)
+        if forced:
+            hosted.forced = tuple(searching)
         messages = items_to_messages(context.items, vision=vision, mcp_names=hosted.visible)
         if body.instructions:
             messages.insert(0, ChatMessage(role="system", content=body.instructions))
@@ -517,6 +524,8 @@ def _echo_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
             echoed.append(_echo_tool(tool))
         elif tool.get("type") == "mcp":
             echoed.append(echo_mcp_tool(tool))
+        elif tool.get("type") == "file_search":
+            echoed.append(tool)
     return echoed
 
 

@@ -54,8 +54,8 @@ def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpe
         if kind == "custom":
             specs.append(_custom_spec(tool, where))
             continue
-        if kind == "mcp":
-            continue  # hosted tools: hosted/mcp.py adds them
+        if kind in ("mcp", "file_search"):
+            continue  # hosted tools: hosted/mcp.py and hosted/file_search.py add them
         if kind != "function":
             log.info("tool type %r is not run by respond; the model does not see it", kind)
             continue
@@ -161,8 +161,8 @@ def tool_choice(
 ) -> ToolChoice:
     """The tool_choice as an engine sees it; names must be functions of this request.
 
-    `mcp_forced`: the function names of the MCP tools a {"type": "mcp"} choice names
-    (resolved by hosted/mcp.py).
+    `mcp_forced`: the function names of the hosted tools a {"type": "mcp"} or
+    {"type": "file_search"} choice names (resolved by hosted/mcp.py, hosted/file_search.py).
     """
     choice = body.tool_choice
     if choice == "required" and not specs:
@@ -176,7 +176,7 @@ def tool_choice(
     data = choice if isinstance(choice, dict) else choice.model_dump()
     kind = data.get("type")
     known = {spec.name for spec in specs}
-    if kind == "mcp" and mcp_forced:
+    if kind in ("mcp", "file_search") and mcp_forced:
         return ToolChoice(mode="required", allowed=mcp_forced)
     if kind in ("function", "custom"):
         name = data.get("name")

@@ -41,18 +41,29 @@ class Tx(Protocol):
     async def fetch(self, sql: str, *args: Any) -> list[Sequence[Any]]: ...
 
 
-def migrations() -> list[tuple[str, list[str]]]:
-    """(name, statements) of every migration file, in name order."""
+DIALECTS = ("sqlite", "postgres")
+
+
+def migrations(dialect: str = "") -> list[tuple[str, list[str]]]:
+    """(name, statements) of every migration file for `dialect`, in name order.
+
+    `NAME.sql` is for both databases; `NAME.sqlite.sql` / `NAME.postgres.sql` for one only,
+    where the two cannot share a spelling (full-text search, bytes). Both are recorded as NAME.
+    """
     folder = resources.files("respond.store") / "migrations"
     out = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
+        stem = entry.name.removesuffix(".sql")
+        name, _, only = stem.rpartition(".")
+        if only in DIALECTS and only != dialect:
+            continue
         text = "\n".join(
             line for line in entry.read_text().splitlines() if not line.lstrip().startswith("--")
         )
         statements = [s.strip() for s in text.split(";") if s.strip()]
-        out.append((entry.name.removesuffix(".sql"), statements))
+        out.append((name if only in DIALECTS else stem, statements))
     return out
 
 
@@ -68,6 +79,7 @@ def _dump(value: Any) -> str:
 class SQLStore(Store):
     # PostgreSQL locks the conversation row while appending; SQLite's writer lock suffices.
     for_update = ""
+    dialect = ""  # which NAME.<dialect>.sql migrations apply: "sqlite" or "postgres"
 
     def __init__(self, *, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
         self.ttl_seconds = ttl_seconds
@@ -120,7 +132,7 @@ class SQLStore(Store):
                 "(name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
             )
             applied = {row[0] for row in await tx.fetch("SELECT name FROM schema_migrations")}
-            for name, statements in migrations():
+            for name, statements in migrations(self.dialect):
                 if name in applied:
                     continue
                 for statement in statements:

@@ -42,6 +42,7 @@ class _SQLiteTx:
 
 class SQLiteStore(SQLStore):
     exclusive = True
+    dialect = "sqlite"
 
     def __init__(
         self, path: Path, *, ttl_seconds: int, clock: Callable[[], float] = time.time

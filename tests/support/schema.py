@@ -21,7 +21,9 @@ from openai.types.responses import (
     ResponseStreamEvent,
     Tool,
     ToolChoiceMcp,
+    ToolChoiceTypes,
 )
+from openai.types.responses.response_output_text import AnnotationFileCitation
 from pydantic import BaseModel, TypeAdapter
 from referencing import Registry, Resource
 
@@ -77,10 +79,12 @@ def validate(instance: Any, schema_name: str) -> None:
         raise AssertionError(f"{schema_name} does not validate: {details}")
 
 
-# MCP items, events, tools and tool_choice are OpenAI's Responses shapes, absent from the
-# Open Responses document: they are checked against the openai SDK's types (required fields
-# and their types), everything around them against the spec.
-MCP_ITEMS = frozenset({"mcp_list_tools", "mcp_call", "mcp_approval_request"})
+# MCP and file_search items, events, tools and tool_choice, and file_citation annotations,
+# are OpenAI's Responses shapes, absent from the Open Responses document: they are checked
+# against the openai SDK's types (required fields and their types), everything around them
+# against the spec.
+MCP_ITEMS = frozenset({"mcp_list_tools", "mcp_call", "mcp_approval_request", "file_search_call"})
+HOSTED_TOOLS = frozenset({"mcp", "file_search"})
 _SDK_ITEM: TypeAdapter[Any] = TypeAdapter(ResponseOutputItem)
 _SDK_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 _SDK_TOOL: TypeAdapter[Any] = TypeAdapter(Tool)
@@ -93,10 +97,10 @@ def _without_mcp(body: dict[str, Any]) -> dict[str, Any]:
         if item.get("type") in MCP_ITEMS:
             _SDK_ITEM.validate_python(item)
         else:
-            output.append(item)
+            output.append(_without_file_citations(item))
     tools = []
     for tool in body.get("tools") or []:
-        if tool.get("type") == "mcp":
+        if tool.get("type") in HOSTED_TOOLS:
             _SDK_TOOL.validate_python(tool)
         else:
             tools.append(tool)
@@ -104,7 +108,27 @@ def _without_mcp(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(choice, dict) and choice.get("type") == "mcp":
         ToolChoiceMcp.model_validate(choice)
         choice = "required"
+    if isinstance(choice, dict) and choice.get("type") == "file_search":
+        ToolChoiceTypes.model_validate(choice)
+        choice = "required"
     return {**body, "output": output, "tools": tools, "tool_choice": choice}
+
+
+def _without_file_citations(item: dict[str, Any]) -> dict[str, Any]:
+    """A message whose file_citation annotations are checked by the SDK and set aside."""
+    if item.get("type") != "message":
+        return item
+    content = []
+    for part in item.get("content") or []:
+        notes = part.get("annotations") if isinstance(part, dict) else None
+        if notes:
+            kept = [a for a in notes if a.get("type") != "file_citation"]
+            for note in notes:
+                if note.get("type") == "file_citation":
+                    AnnotationFileCitation.model_validate(note, strict=True)
+            part = {**part, "annotations": kept}
+        content.append(part)
+    return {**item, "content": content}
 
 
 def validate_response(body: dict[str, Any]) -> None:
@@ -126,7 +150,9 @@ def validate_openai_event(event: dict[str, Any]) -> None:
 
 def validate_event(event: dict[str, Any]) -> None:
     kind = str(event.get("type"))
-    if kind.startswith(("response.mcp_list_tools.", "response.mcp_call")):
+    if kind.startswith(
+        ("response.mcp_list_tools.", "response.mcp_call", "response.file_search_call.")
+    ):
         _SDK_EVENT.validate_python(event)
         return
     if isinstance(event.get("item"), dict) and event["item"].get("type") in MCP_ITEMS:
@@ -134,6 +160,11 @@ def validate_event(event: dict[str, Any]) -> None:
         return
     if isinstance(event.get("response"), dict):
         event = {**event, "response": _without_mcp(event["response"])}
+    if isinstance(event.get("item"), dict):
+        event = {**event, "item": _without_file_citations(event["item"])}
+    if isinstance(event.get("part"), dict):
+        message = _without_file_citations({"type": "message", "content": [event["part"]]})
+        event = {**event, "part": message["content"][0]}
     kind = event.get("type")
     if kind in _OPENAI_EVENTS:
         validate_openai_event(event)

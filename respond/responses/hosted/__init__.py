@@ -1,6 +1,6 @@
 """Hosted tools: tools respond runs itself, inside the response (the server-side tool loop).
 
-A hosted tool family (remote MCP servers now; file_search later) gives the run:
+A hosted tool family (remote MCP servers, mcp.py; file_search, file_search.py) gives the run:
 - the tools the model sees as functions (`HostedTool`), each saying whether a call needs
   the client's approval first;
 - the items to emit before generation (an `mcp_list_tools` per newly listed server);

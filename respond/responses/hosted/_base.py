@@ -19,6 +19,10 @@ class CallResult:
 
     output: str | None = None
     error: dict[str, Any] | None = None
+    # file_search: the chunks found (the item's `results`, when the request includes them),
+    # and the (file id, file name) of each file they came from, which the answer cites.
+    results: list[dict[str, Any]] | None = None
+    found: tuple[tuple[str, str], ...] = ()
 
 
 class Executor(Protocol):
@@ -38,6 +42,8 @@ class HostedTool:
     parameters: Mapping[str, Any]
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
+    # Which family's item a call becomes: `mcp_call`, or `file_search_call`.
+    family: str = "mcp"
 
     def spec(self, strict: bool) -> FunctionSpec:
         return FunctionSpec(
