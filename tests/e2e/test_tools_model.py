@@ -467,9 +467,9 @@ def test_forced_call_with_parallel_calls_completes_without_repeats(
 
 
 def test_hosted_tool_types_are_left_out_without_breaking(server: Server) -> None:
+    # (file_search is run by respond now: tests/e2e/test_file_search.py)
     tools = [
         {"type": "web_search"},
-        {"type": "file_search", "vector_store_ids": ["x"]},
         {"type": "code_interpreter", "container": {"type": "auto"}},
         TOOLS[1],
     ]
