@@ -12,13 +12,18 @@ npm 11 skips the wrapper's postinstall, so the binary is run directly.
     adaptive thinking, output_config.effort, context_management, a `system` message
     inside `messages`), on a server started with `-c 16384`. The tiny model's reply may be
     nonsense; the turn must complete without a protocol error. CLAUDE_CODE_MAX_OUTPUT_TOKENS
-    keeps its max_tokens (32000 by default) to a few dozen tokens on two cores.
+    keeps its max_tokens (32000 by default) to a few dozen tokens on two cores. Under that
+    prompt the 135M model at temperature 0 does not end its turn within them: respond
+    answers `stop_reason: "max_tokens"`, Claude Code asks it to go on (three times, each a
+    new request) and then ends with its own `max_output_tokens` error. That ending is the
+    model's length, understood by the client; any protocol error would end differently.
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,7 +63,11 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
-def run_claude(tmp: Path, server: Server, *args: str, timeout: float) -> dict[str, Any]:
+def run_claude(
+    tmp: Path, server: Server, *args: str, timeout: float, may_run_long: bool = False
+) -> dict[str, Any]:
+    """Claude Code's JSON result. `may_run_long`: the model may spend every output token
+    (Claude Code then ends with `max_output_tokens`) as long as nothing else went wrong."""
     work, home = tmp / "work", tmp / "home"
     work.mkdir()
     home.mkdir()
@@ -85,10 +94,16 @@ def run_claude(tmp: Path, server: Server, *args: str, timeout: float) -> dict[st
         check=False,
     )
     detail = f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}\n{server.log()[-3000:]}"
-    assert done.returncode == 0, detail
     result: dict[str, Any] = json.loads(done.stdout)
-    assert result["is_error"] is False, detail
     assert result["type"] == "result" and result["subtype"] == "success", detail
+    if may_run_long and result["is_error"]:
+        assert result["api_error"] == "max_output_tokens", detail
+        assert result["api_error_status"] is None, detail  # no HTTP error reached it
+    else:
+        assert done.returncode == 0 and result["is_error"] is False, detail
+    # Every request it made was answered (a cancelled one is Claude Code's own choice).
+    statuses = re.findall(r"POST /v1/messages(?:\?\S*)? (\d{3})", server.log())
+    assert statuses and set(statuses) <= {"200", "499"}, detail
     return result
 
 
@@ -105,13 +120,8 @@ def test_claude_code_with_a_short_prompt_and_no_tools(small: Server, tmp_path: P
     assert "POST /v1/messages" in small.log()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11 left open: with its full default prompt (12.7k tokens) the turn is "
-    "answered 200, yet Claude Code exited non-zero in the last clean run; not diagnosed",
-)
 def test_claude_code_with_its_full_default_prompt_and_tools(large: Server, tmp_path: Path) -> None:
-    result = run_claude(tmp_path, large, timeout=1500)
+    result = run_claude(tmp_path, large, timeout=1500, may_run_long=True)
     usage = result["usage"]
     # ~12k prompt tokens were really sent and counted (input plus what the cache held).
     assert usage["input_tokens"] + usage["cache_read_input_tokens"] > 8000
