@@ -64,6 +64,8 @@ def test_vectors_are_the_upstream_models(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.embeddings.create(model="all-minilm-l6-v2", input="x")
     assert client.embeddings.create(model=NAME, input="x", dimensions=384).data
+    listed = {m.id: m for m in client.models.list()}
+    assert listed[NAME].model_extra == {"meta": {"type": "embedding", "dimensions": 384}}
 
 
 def test_vector_stores_index_and_search_with_the_upstream(client: openai.OpenAI) -> None:
