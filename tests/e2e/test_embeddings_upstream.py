@@ -113,6 +113,19 @@ def test_an_upstream_that_is_down(tmp_path: Path) -> None:
             assert reply.status_code == 502, reply.text
             assert reply.json()["error"]["code"] == "upstream_error"
             assert "unreachable" in reply.json()["error"]["message"]
+            # In a response, the file_search call fails and the model answers anyway.
+            response = sdk.responses.create(
+                model="smollm2-135m",
+                input="Where do herons hunt?",
+                tools=[{"type": "file_search", "vector_store_ids": [store.id]}],
+                tool_choice={"type": "file_search"},
+                max_output_tokens=64,
+                temperature=0,
+            )
+            assert response.output, (response.status, response.error, response.incomplete_details)
+            call = response.output[0]
+            assert call.type == "file_search_call" and call.status == "failed", call
+            assert response.status in ("completed", "incomplete")
             failed = sdk.vector_stores.files.upload_and_poll(
                 vector_store_id=store.id, file=("b.txt", BOOKS)
             )
