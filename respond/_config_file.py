@@ -8,6 +8,9 @@ See docs/upstreams.md for the reference.
 An `[mcp]` table declares remote MCP servers (`[mcp.servers.NAME] url = ...`) and the
 egress allow-list (`allow = [...]`); see docs/tools.md. A file may hold only that table:
 the models then come from the command line.
+
+An `[embeddings]` table points the embedding model at an upstream's `/embeddings`
+(docs/files.md); it too may be a file's only table.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from respond._config import McpServerConfig, McpSettings, Timeouts
 __all__ = [
     "ConfigError",
     "EmbeddedModel",
+    "EmbeddingsUpstream",
     "ModelEntry",
     "UpstreamModel",
     "load_config",
+    "load_embeddings_config",
     "load_mcp_config",
 ]
 
@@ -67,6 +72,17 @@ class UpstreamModel:
 
 ModelEntry = EmbeddedModel | UpstreamModel
 
+
+@dataclass(frozen=True)
+class EmbeddingsUpstream:
+    url: str
+    model: str  # the name upstream
+    name: str  # the name clients send as `model`
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_chars: int | None = None  # cut each text to this many characters before sending
+
+
 _EMBEDDED_KEYS = {"gguf", "ctx_size", "threads", "seed", "parallel", "queue_max"}
 _UPSTREAM_KEYS = {
     "upstream",
@@ -82,6 +98,7 @@ _UPSTREAM_KEYS = {
     "context_window",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
+_EMBEDDINGS_KEYS = {"upstream", "model", "name", "api_key", "api_key_env", "timeout", "max_chars"}
 _MCP_KEYS = {"servers", "allow", "timeout"}
 _MCP_SERVER_KEYS = {"url", "headers", "require_approval", "description"}
 
@@ -98,6 +115,14 @@ def load_mcp_config(
     if path is None:
         return McpSettings(allow=allow, timeout=timeout)
     return _Reader(str(path)).mcp(_read(path).get("mcp", {}), allow, timeout)
+
+
+def load_embeddings_config(path: Path | None) -> EmbeddingsUpstream | None:
+    """The [embeddings] table; None when there is no file or it has none."""
+    if path is None:
+        return None
+    table = _read(path).get("embeddings")
+    return None if table is None else _Reader(str(path)).embeddings(table)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -117,12 +142,13 @@ class _Reader:
         return ConfigError(f"{self.source}: {key}: {message}")
 
     def models(self, data: Mapping[str, Any]) -> list[ModelEntry]:
-        unknown = set(data) - {"models", "mcp"}
+        unknown = set(data) - {"models", "mcp", "embeddings"}
         if unknown:
             raise self.fail(
-                sorted(unknown)[0], "unknown key (expected [models.NAME] and [mcp] tables)"
+                sorted(unknown)[0],
+                "unknown key (expected [models.NAME], [mcp] and [embeddings] tables)",
             )
-        if "models" not in data and "mcp" in data:
+        if "models" not in data and ("mcp" in data or "embeddings" in data):
             return []
         models = data.get("models")
         if not isinstance(models, dict) or not models:
@@ -220,6 +246,32 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", f"must be a positive number of seconds: {value!r}")
             values[name] = float(value)
         return Timeouts(**values)
+
+    # ------------------------------------------------------------ embeddings
+
+    def embeddings(self, table: Any) -> EmbeddingsUpstream:
+        if not isinstance(table, dict):
+            raise self.fail("embeddings", "must be a table")
+        self.known("embeddings", table, _EMBEDDINGS_KEYS)
+        url = self.string("embeddings.upstream", table.get("upstream"))
+        if not url.startswith(("http://", "https://")):
+            raise self.fail(
+                "embeddings.upstream", f"must be an http(s) base URL like http://host/v1: {url!r}"
+            )
+        model = self.string("embeddings.model", table.get("model"))
+        timeout = table.get("timeout", 60.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise self.fail(
+                "embeddings.timeout", f"must be a positive number of seconds: {timeout!r}"
+            )
+        return EmbeddingsUpstream(
+            url=url.rstrip("/"),
+            model=model,
+            name=self.optional_str("embeddings.name", table.get("name")) or model,
+            api_key=self.api_key("embeddings", table),
+            timeout=float(timeout),
+            max_chars=self.optional_int("embeddings.max_chars", table.get("max_chars")),
+        )
 
     # ------------------------------------------------------------ mcp
 

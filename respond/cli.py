@@ -346,6 +346,9 @@ def _embedder(settings: Settings) -> Embedder | None:
     from respond.files import bundled_embedder, file_embedder
 
     choice = settings.embedding_model
+    upstream = _embeddings_upstream(settings)
+    if upstream is not None:
+        return upstream
     if choice == "none":
         return None
     if choice is None:
@@ -359,6 +362,35 @@ def _embedder(settings: Settings) -> Embedder | None:
         return file_embedder(Path(choice), settings.n_threads)
     except (OSError, ValueError) as exc:
         raise SystemExit(f"respond: --embedding-model: {exc}") from exc
+
+
+def _embeddings_upstream(settings: Settings) -> Embedder | None:
+    """The config file's [embeddings] upstream, its vector size probed now; None without one."""
+    from respond._config_file import ConfigError, load_embeddings_config
+    from respond.files import upstream_embedder
+
+    try:
+        table = load_embeddings_config(settings.config_path)
+    except ConfigError as exc:
+        raise SystemExit(f"respond: {exc}") from exc
+    if table is None:
+        return None
+    if settings.embedding_model is not None:
+        raise SystemExit(
+            "respond: --embedding-model and the config file's [embeddings] table both "
+            "choose the embedding model: keep one."
+        )
+    try:
+        return upstream_embedder(
+            table.url,
+            table.model,
+            model=table.name,
+            api_key=table.api_key,
+            timeout=table.timeout,
+            max_chars=table.max_chars,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"respond: [embeddings]: {exc}") from exc
 
 
 def _announce(settings: Settings, engines: Mapping[str, Engine], *, auth: bool) -> None:

@@ -1,4 +1,8 @@
-"""GET /v1/models (OpenAI shape, plus llama-server's `models` list) and GET /health."""
+"""GET /v1/models (OpenAI shape, plus llama-server's `models` list) and GET /health.
+
+The embedding model is listed after the chat models, as OpenAI lists its embedding models,
+marked `meta.type: "embedding"` so that a client choosing a chat model can leave it out.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from respond.api._common import tenant_of
+from respond.files import Embedder
 from respond.protocol.errors import error_body
 from respond.responses.run import Responses
 
@@ -40,7 +45,28 @@ async def list_models(request: Request) -> dict[str, Any]:
         models.append(
             {"name": info.id, "model": info.id, "type": "model", "capabilities": ["completion"]}
         )
+    embedder: Embedder | None = request.app.state.embedder
+    if embedder is not None:
+        data.append(_embedding_entry(embedder, created))
+        models.append(
+            {
+                "name": embedder.model,
+                "model": embedder.model,
+                "type": "model",
+                "capabilities": ["embedding"],
+            }
+        )
     return {"object": "list", "data": data, "models": models}
+
+
+def _embedding_entry(embedder: Embedder, created: int) -> dict[str, Any]:
+    return {
+        "id": embedder.model,
+        "object": "model",
+        "created": created,
+        "owned_by": "respond",
+        "meta": {"type": "embedding", "dimensions": embedder.dimensions},
+    }
 
 
 @router.get("/health")

@@ -16,6 +16,7 @@ from respond.files._filters import check_filter, matches
 from respond.files._indexer import Indexer
 from respond.files._llama_embedder import bundled_embedder, file_embedder
 from respond.files._search import Hit, Retriever
+from respond.files._upstream_embedder import upstream_embedder
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
 from respond.store.base import Store
@@ -37,6 +38,7 @@ __all__ = [
     "make_file_service",
     "matches",
     "resolve",
+    "upstream_embedder",
 ]
 
 DEFAULT_MAX_FILE_MB = 64

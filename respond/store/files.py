@@ -83,6 +83,16 @@ class FileStore:
                 await tx.execute("DELETE FROM vector_store_files WHERE file_id = ?", file_id)
         return deleted > 0
 
+    async def purge_expired(self) -> int:
+        """Delete the files whose `expires_at` has passed (hidden since): their bytes, and
+        their chunks in every vector store. How many files went."""
+        expired = "SELECT id FROM files WHERE expires_at <= ?"
+        async with self.sql.transaction("purge_expired_files") as tx:
+            now = self.sql._now()
+            await drop_chunks(tx, self.sql.dialect, f"file_id IN ({expired})", [now])
+            await tx.execute(f"DELETE FROM vector_store_files WHERE file_id IN ({expired})", now)
+            return await tx.execute("DELETE FROM files WHERE expires_at <= ?", now)
+
     # ------------------------------------------------------------ vector stores
 
     async def create_vector_store(self, tenant: str | None, store: JSON) -> None:

@@ -235,8 +235,10 @@ async function loadModels() {
   try {
     const models = await api.models();
     const select = $("model");
-    select.replaceChildren(...models.data.map((m) => el("option", { value: m.id, text: m.id })));
-    if (chat.model && models.data.some((m) => m.id === chat.model)) select.value = chat.model;
+    // The embedding model is listed too; it cannot chat.
+    const chatModels = models.data.filter((m) => m.meta?.type !== "embedding");
+    select.replaceChildren(...chatModels.map((m) => el("option", { value: m.id, text: m.id })));
+    if (chat.model && chatModels.some((m) => m.id === chat.model)) select.value = chat.model;
     const health = await api.health();
     status.textContent = health.status === "ok" ? "ready" : health.status || "unknown";
     status.dataset.state = health.status === "ok" ? "ok" : "warn";

@@ -81,6 +81,23 @@ def test_bad_requests_name_the_param(
     assert error["param"] == param and error["code"], error
 
 
+def test_the_model_is_listed_after_the_chat_model(server: Server) -> None:
+    listed = httpx.get(f"{server.base_url}/models", timeout=30).json()
+    chat, embedding = listed["data"]
+    assert chat["meta"]["n_ctx"] > 0 and "type" not in chat["meta"]
+    assert embedding == {
+        "id": MODEL,
+        "object": "model",
+        "created": chat["created"],
+        "owned_by": "respond",
+        "meta": {"type": "embedding", "dimensions": 384},
+    }
+    assert listed["models"][1]["name"] == MODEL
+    assert listed["models"][1]["capabilities"] == ["embedding"]
+    with openai_client(server.base_url) as sdk:  # the SDK reads it as a model like any other
+        assert MODEL in [m.id for m in sdk.models.list()]
+
+
 def test_the_model_is_the_only_dimensions_it_has(client: openai.OpenAI) -> None:
     answer = client.embeddings.create(model=MODEL, input="x", dimensions=384)
     assert len(answer.data[0].embedding) == 384
@@ -98,6 +115,7 @@ def test_another_gguf_model_or_none(tmp_path: Path) -> None:
         with openai_client(server.base_url) as sdk:
             answer = sdk.embeddings.create(model="my-embedder", input="a heron")
             assert answer.model == "my-embedder" and len(answer.data[0].embedding) == 384
+            assert "my-embedder" in [m.id for m in sdk.models.list()]
     finally:
         server.stop()
 
@@ -107,6 +125,8 @@ def test_another_gguf_model_or_none(tmp_path: Path) -> None:
             f"{server.base_url}/embeddings", json={"model": MODEL, "input": "x"}, timeout=30
         )
         assert reply.status_code == 501 and reply.json()["error"]["code"] == "unsupported"
+        listed = httpx.get(f"{server.base_url}/models", timeout=30).json()
+        assert [m["id"] for m in listed["data"]] == ["smollm2-135m"]  # no embedding model
         with openai_client(server.base_url) as sdk:  # search is lexical only, and works
             store = sdk.vector_stores.create(name="lexical")
             sdk.vector_stores.files.upload_and_poll(

@@ -52,7 +52,7 @@ context_window = 2048  # its --n_ctx, which it tells no client
 
 
 def test_models_are_discovered_under_the_alias(front: Server, upstream: Server) -> None:
-    (entry,) = httpx.get(f"{front.base_url}/models").json()["data"]
+    entry, _embedding = httpx.get(f"{front.base_url}/models").json()["data"]
     assert entry["id"] == ALIAS
     assert entry["meta"]["backend"] == "chat-completions"
     assert entry["meta"]["upstreams"] == [upstream.base_url]

@@ -16,8 +16,9 @@ def test_health_and_models(server: Server) -> None:
     }
     models = httpx.get(f"{server.base_url}/models").json()
     assert models["object"] == "list"
-    (entry,) = models["data"]
+    entry, embedding = models["data"]  # the chat model, then the embedding model
     assert entry["id"] == "smollm2-135m"
+    assert embedding["id"] == "all-minilm-l6-v2" and embedding["meta"]["type"] == "embedding"
     assert entry["object"] == "model"
     assert isinstance(entry["created"], int) and entry["owned_by"]
     assert entry["meta"]["n_ctx"] > 0

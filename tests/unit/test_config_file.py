@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from respond._config import Timeouts
-from respond._config_file import ConfigError, EmbeddedModel, UpstreamModel, load_config
+from respond._config_file import (
+    ConfigError,
+    EmbeddedModel,
+    EmbeddingsUpstream,
+    UpstreamModel,
+    load_config,
+    load_embeddings_config,
+)
 
 EXAMPLE = """
 [models.qwen]
@@ -91,3 +98,47 @@ def test_serve_refuses_a_bad_file_naming_the_key(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "models.a.timeouts.idle: must be a positive number of seconds" in done.stderr
+
+
+def test_the_embeddings_table(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[embeddings]\nupstream = 'http://gpu:8000/v1/'\nmodel = 'BAAI/bge-m3'\n"
+        "name = 'bge'\napi_key = 'k'\ntimeout = 5\nmax_chars = 2000\n",
+    )
+    assert load_config(path) == []  # the models come from the command line
+    assert load_embeddings_config(path) == EmbeddingsUpstream(
+        url="http://gpu:8000/v1",
+        model="BAAI/bge-m3",
+        name="bge",
+        api_key="k",
+        timeout=5.0,
+        max_chars=2000,
+    )
+    plain = write(tmp_path, "[embeddings]\nupstream = 'http://gpu/v1'\nmodel = 'm'\n")
+    assert load_embeddings_config(plain) == EmbeddingsUpstream(
+        url="http://gpu/v1", model="m", name="m"
+    )
+    assert load_embeddings_config(None) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[embeddings]\nupstream = 'x'\nmodel = 'm'\n", "embeddings.upstream:"),
+        ("[embeddings]\nupstream = 'http://x/v1'\n", "embeddings.model:"),
+        (
+            "[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\ntimeout = 0\n",
+            "embeddings.timeout:",
+        ),
+        ("[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\npool = 1\n", "embeddings.pool:"),
+        (
+            "[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\nmax_chars = 0\n",
+            "embeddings.max_chars:",
+        ),
+    ],
+)
+def test_embeddings_errors_name_the_key(tmp_path: Path, text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_embeddings_config(write(tmp_path, text))
+    assert key in str(caught.value)

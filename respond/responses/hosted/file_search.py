@@ -161,9 +161,15 @@ class _Executor:
         if not queries:
             error = {"type": "invalid_arguments", "message": "file_search needs 'queries'."}
             return CallResult(error=error)
-        hits = await self.service.search(
-            self.tenant, self.store_ids, queries[:MAX_QUERIES], **self.options
-        )
+        try:
+            hits = await self.service.search(
+                self.tenant, self.store_ids, queries[:MAX_QUERIES], **self.options
+            )
+        except APIError as exc:
+            if exc.status < 500:
+                raise
+            # The embedding upstream failed: the call fails, and the model is told so.
+            return CallResult(error={"type": exc.code or "server_error", "message": exc.message})
         found = tuple(dict.fromkeys((hit.file_id, hit.filename) for hit in hits))
         results = [_result(hit) for hit in hits]
         return CallResult(
