@@ -128,8 +128,9 @@ class Runs:
 
     async def claim(self) -> int:
         """Claim queued runs from the store for this process's free places; start them."""
-        if not all(engine.ready for engine in self.service.engines.values()):
-            return 0  # a run prepared now would fail `model_loading`: leave it queued
+        engines = self.service.engines.values()
+        if any(not engine.ready and engine.load_error is None for engine in engines):
+            return 0  # still loading: a run prepared now would fail `model_loading`
         places = self._reserve(self.background_max)
         claimed: list[tuple[str | None, JSON, JSON]] = []
         try:

@@ -293,7 +293,7 @@ def test_a_stream_resumes_through_nginx(balanced: tuple[Server, list[Server]]) -
 def test_a_replica_killed_mid_run_loses_nothing(balanced: tuple[Server, list[Server]]) -> None:
     """SIGKILL a replica mid-stream, with a background run of its own waiting behind that
     stream (one model, one turn at a time): through nginx, the survivors serve both, and
-    nothing stays in progress."""
+    nothing stays queued or in progress."""
     lb, replicas = balanced
     doomed = replicas[0]
     with sdk(doomed) as on_doomed:
@@ -307,13 +307,19 @@ def test_a_replica_killed_mid_run_loses_nothing(balanced: tuple[Server, list[Ser
         doomed.process.send_signal(signal.SIGKILL)
         doomed.process.wait()
     streamed_id = first[0]["response"]["id"]
-    # A survivor notices the silent replica (no heartbeat for 10 s) and fails its run.
-    failed = wait_for(lb.base_url, run.id, lambda r: r["status"] == "failed", timeout=90)
-    assert failed["error"]["code"] == "run_interrupted"
+    # A survivor notices the silent replica (no heartbeat for 10 s). The background run was
+    # either started on it (then failed, it can't be resumed) or not yet (then queued again
+    # and run by a survivor): which one depends on how far it got before the kill.
+    final = wait_for(lb.base_url, run.id, ended, timeout=300)
+    if final["status"] == "failed":
+        assert final["error"]["code"] == "run_interrupted", final
+    else:
+        assert final["status"] in ("completed", "incomplete"), final
+    assert_ran_once(stored_events(lb.base_url, run.id))
     with sdk(lb) as client:
         tail = client.responses.retrieve(run.id, stream=True, starting_after=0)
         resumed = [dump(event) for event in tail]
-        assert resumed[-1]["type"] == "response.failed", resumed[-2:]
+        assert resumed[-1]["response"]["status"] == final["status"], resumed[-2:]
         # A foreground stream is stored when it ends; one cut by a crash was never stored
         # (its client saw no terminal event), or ended failed: never left in progress.
         try:
