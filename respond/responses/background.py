@@ -183,17 +183,38 @@ class Runs:
                 # events yielded so far describe only once the last one it made is here.
                 if event is not run.builder.events[-1]:
                     continue
-                # A status change is stored at once: pollers see in_progress right away.
-                if (
-                    isinstance(event, ev.ResponseInProgress)
-                    or time.monotonic() - flushed >= FLUSH_SECONDS
-                ):
+                if isinstance(event, ev.ResponseInProgress):  # stored at once, for pollers
+                    if not await self._begin(run, pending):
+                        return
+                    pending, flushed = [], time.monotonic()
+                elif time.monotonic() - flushed >= FLUSH_SECONDS:
                     pending, cancelled = await self._flush(run, pending)
                     flushed = time.monotonic()
                     if cancelled:  # asked on a replica whose signal did not reach us
                         log.info("cancelling %s: a cancel was requested", run.resource.id)
                         break
         await self.store.publish("events", run.resource.id)
+
+    async def _begin(self, run: PreparedRun, pending: list[ev.Event]) -> bool:
+        """Store the run's start, fenced by its claim: a process that stalled past its lease
+        may have had the run queued again and started elsewhere; then it must not run it."""
+        try:
+            started = await self.store.begin_claimed(
+                run.tenant,
+                run.resource.id,
+                self.runner,
+                [event.model_dump(mode="json") for event in pending],
+                run.builder.response.model_dump(mode="json"),
+            )
+        except Exception:
+            log.exception("could not start %s; it goes back to the queue", run.resource.id)
+            with contextlib.suppress(Exception):
+                await self.store.release(self.runner, run.resource.id)
+            started = False
+        if not started:
+            log.warning("not starting %s: this process lost its claim on it", run.resource.id)
+            run.resource.store = False  # its closing must not record over the other's run
+        return started
 
     async def _flush(
         self, run: PreparedRun, pending: list[ev.Event]

@@ -175,6 +175,13 @@ class Store(ABC):
         """Claim one queued response nobody runs; False when it is not such a response."""
 
     @abstractmethod
+    async def begin_claimed(
+        self, tenant: str | None, response_id: str, runner: str, events: list[JSON], response: JSON
+    ) -> bool:
+        """`append_events` for the first events of a run `runner` starts, only while it still
+        holds the claim on the queued response: False (nothing written) when it lost it."""
+
+    @abstractmethod
     async def release(self, runner: str, response_id: str) -> None:
         """Put a response `runner` claimed, and has not started, back in the queue."""
 

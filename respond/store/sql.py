@@ -406,6 +406,23 @@ class SQLStore(Store):
             )
         return changed > 0
 
+    async def begin_claimed(
+        self, tenant: str | None, response_id: str, runner: str, events: list[JSON], response: JSON
+    ) -> bool:
+        async with self.transaction("begin_claimed") as tx:
+            changed = await tx.execute(
+                "UPDATE responses SET status = ?, body = ? WHERE id = ? AND tenant = ? "
+                "AND runner = ? AND status = 'queued'",
+                response["status"],
+                _dump(response),
+                response_id,
+                _tenant(tenant),
+                runner,
+            )
+            if changed:
+                await self._insert_events(tx, response_id, events)
+        return changed > 0
+
     async def release(self, runner: str, response_id: str) -> None:
         async with self.transaction("release") as tx:
             await tx.execute(

@@ -270,6 +270,18 @@ async def test_queue_claims_each_run_once_and_requeues_a_dead_claimer(
     await store.release("d", "resp_q0")  # not its claim: nothing changes
     await store.release("c", "resp_q0")
     assert [r["id"] for _, r, _ in await store.claim("e", 10)] == ["resp_q0"]
+    # Starting is fenced by the claim: only its holder starts it, and only once.
+    started = response("resp_q0", "in_progress", [])
+    assert not await store.begin_claimed("t", "resp_q0", "c", events(1, start=2), started)
+    assert await store.begin_claimed("t", "resp_q0", "e", events(1, start=2), started)
+    assert not await store.begin_claimed("t", "resp_q0", "e", events(1, start=3), started)
+    assert [e["sequence_number"] for e in await store.events_after("t", "resp_q0", -1) or []] == [
+        0,
+        1,
+        2,
+    ]
+    await store.release("e", "resp_q0")  # started: it is no longer queued
+    assert await store.claim("z", 10) == []
     # A finished response leaves the queue for good.
     await store.save_response("t", response("resp_q1"), [], events(3))
     await store.release("c", "resp_q1")
