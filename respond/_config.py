@@ -46,6 +46,7 @@ class Settings:
     embedding_model: str | None = None  # a GGUF file; None: bundled MiniLM; "none": no model
     limits: Limits = field(default_factory=Limits)  # request limits (docs/api.md#limits)
     n_predict: int | None = None  # max_output_tokens for requests that set none
+    background_max: int = 4  # background runs one process runs at once; more wait queued
     temperature: float = 1.0  # for requests that set none
     reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning
     log_level: str = "info"

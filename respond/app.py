@@ -62,6 +62,7 @@ def create_app(
     max_body_mb: int = 32,
     sealer: Sealer | None = None,
     n_predict: int | None = None,
+    background_max: int = 4,
     temperature: float = 1.0,
     limits: Limits | None = None,
     metrics_auth: bool = False,
@@ -87,7 +88,7 @@ def create_app(
         mcp=McpTools(mcp),
         reasoning_events=reasoning_events,
     )
-    runs = Runs(service, store) if store is not None else None
+    runs = Runs(service, store, background_max=background_max) if store is not None else None
     file_service = (
         make_file_service(
             store,

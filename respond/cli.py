@@ -177,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         help="max_output_tokens for requests that set none (default: up to the context window)",
     )
     serve.add_argument(
+        "--background-max",
+        type=_count,
+        default=int(env("RESPOND_BACKGROUND_MAX", "4")),
+        help="background runs this process runs at once; more wait queued in the store, "
+        "for any replica to start (default: %(default)s)",
+    )
+    serve.add_argument(
         "--temp",
         type=float,
         default=float(env("RESPOND_TEMP", "1.0")),
@@ -230,6 +237,13 @@ def _duration(text: str) -> int:
     return int(number) * (scale or 1)
 
 
+def _count(text: str) -> int:
+    """A number of things, 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: use 0, 1, 2...")
+    return int(text)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     keys: list[str] = []
     if args.api_key:
@@ -259,6 +273,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         embedding_model=args.embedding_model,
         limits=Limits(input_items=args.max_input_items, tools=args.max_tools),
         n_predict=args.n_predict,
+        background_max=args.background_max,
         temperature=args.temp,
         reasoning_events=args.reasoning_events,
         log_level=args.log_level,
@@ -316,6 +331,7 @@ def serve(settings: Settings) -> None:
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
+        background_max=settings.background_max,
         temperature=settings.temperature,
         metrics_auth=settings.metrics_auth,
         on_ready=announce,

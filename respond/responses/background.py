@@ -1,10 +1,15 @@
-"""Background runs: `background: true` answers `queued` at once; a worker task runs it.
+"""Background runs: `background: true` answers `queued` at once; some replica runs it.
+
+A queued response is stored with its request, so any replica sharing the store can start
+it: each claims queued runs it has room for (`--background-max`) atomically in the store,
+so no run starts twice; the accepting replica claims it at once when it has room.
 
 The worker stores events as they come (small batches), so GET polls, stream resume and
 live tails read the store, whichever replica they reach. Signals go through the store
 (PostgreSQL LISTEN/NOTIFY, or in-process for SQLite): "events" wakes followers, "cancel"
-stops the run on the replica that runs it. A heartbeat says this process is alive; runs
-left unfinished by a process that died are failed with code `run_interrupted`.
+stops the run on the replica that runs it, "queued" says a run waits to be claimed. A
+heartbeat says this process is alive; a run claimed by a process that died goes back to
+the queue if it had not started, and is failed with code `run_interrupted` if it had.
 """
 
 from __future__ import annotations
@@ -14,14 +19,16 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import AsyncGenerator
+from collections.abc import Callable, Coroutine
 from contextlib import aclosing
+from typing import Any
 
 from pydantic import TypeAdapter
 
 from respond._ids import new_id
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
+from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import TERMINAL_STATUSES, ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.run import PreparedRun, Responses
@@ -32,9 +39,10 @@ __all__ = ["Runs"]
 log = logging.getLogger("respond.background")
 
 FLUSH_SECONDS = 0.05  # how stale a live tail may be
-HEARTBEAT_SECONDS = 2.0
-STALE_SECONDS = 10  # a runner silent this long is dead; its runs fail
+HEARTBEAT_SECONDS = 2.0  # also how often the queue is looked at without a signal
+STALE_SECONDS = 10  # a runner silent this long is dead: the lease on its runs has ended
 CANCEL_WAIT_SECONDS = 30.0
+DEFAULT_MAX = 4
 INTERRUPTED = "run_interrupted"
 INTERRUPTED_MESSAGE = (
     "The server running this response stopped (crash or restart) before it finished. "
@@ -42,25 +50,30 @@ INTERRUPTED_MESSAGE = (
 )
 
 _EVENTS: TypeAdapter[list[ev.Event]] = TypeAdapter(list[ev.Event])
+_OPENING = 2  # response.created, response.queued: stored when the run is accepted
 
 
 class Runs:
     """This process's background runs, and the signals that reach them."""
 
-    def __init__(self, service: Responses, store: Store, *, concurrency: int = 1) -> None:
+    def __init__(
+        self, service: Responses, store: Store, *, background_max: int = DEFAULT_MAX
+    ) -> None:
         self.service = service
         self.store = store
         self.runner = new_id("runner")
+        self.background_max = background_max
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
-        self._concurrency = concurrency
-        self._slots: asyncio.Semaphore | None = None
+        self._held = 0  # runs this process has claimed (or is claiming) and not ended
+        self._wake = asyncio.Event()  # the queue may have work this process can take
+        self._stopping = False
         store.subscribe(self._on_signal)
 
     # ------------------------------------------------------------ starting
 
     async def start(self, run: PreparedRun) -> ResponseResource:
-        """Store the queued response, hand it to a worker, return it (status `queued`)."""
+        """Store the queued response with its request; run it here if there is room."""
         if not run.resource.store:
             raise APIError(
                 400,
@@ -68,28 +81,98 @@ class Runs:
                 param="store",
                 code="invalid_value",
             )
-        events = self.service.events(run)
-        assert isinstance(events, AsyncGenerator)
-        first = [await anext(events), await anext(events)]  # created, queued
         response = run.builder.response.model_copy(deep=True)
-        await self.store.save_response(
-            run.tenant,
-            response.model_dump(mode="json"),
-            run.input_items,
-            [event.model_dump(mode="json") for event in first],
-            runner=self.runner,
-        )
-        task = asyncio.ensure_future(self._work(run, events))
-        self.tasks[response.id] = task
-        task.add_done_callback(lambda _: self.tasks.pop(response.id, None))
+        # The run's own stream will make these same events again; its worker skips them.
+        opening = EventBuilder(response.model_copy(deep=True)).start()
+        mine = self._reserve(1) == 1
+        try:
+            # Inserted already claimed when it runs here: no other replica ever sees it free.
+            await self.store.save_response(
+                run.tenant,
+                response.model_dump(mode="json"),
+                run.input_items,
+                [event.model_dump(mode="json") for event in opening],
+                runner=self.runner if mine else None,
+                request=run.body.model_dump(mode="json", exclude_unset=True, by_alias=True),
+            )
+        except BaseException:
+            if mine:
+                self._unreserve(1)
+            raise
+        if mine:
+            self._launch(response.id, self._work(run))
+        else:
+            await self.store.publish("queued", response.id)
         return response
 
-    async def _work(self, run: PreparedRun, events: AsyncGenerator[ev.Event, None]) -> None:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self._concurrency)
+    def _reserve(self, wanted: int) -> int:
+        """Take up to `wanted` of this process's free places; returns how many."""
+        taken = max(0, min(wanted, self.background_max - self._held))
+        self._held += taken
+        return taken
+
+    def _unreserve(self, count: int) -> None:
+        self._held -= count
+        self._wake.set()  # a place is free: look at the queue now
+
+    def _launch(self, response_id: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run a claimed response; its place is freed when it ends."""
+        task = asyncio.ensure_future(work)
+        self.tasks[response_id] = task
+
+        def ended(_: asyncio.Task[None]) -> None:
+            self.tasks.pop(response_id, None)
+            self._unreserve(1)
+
+        task.add_done_callback(ended)
+
+    async def claim(self) -> int:
+        """Claim queued runs from the store for this process's free places; start them."""
+        engines = self.service.engines.values()
+        if any(not engine.ready and engine.load_error is None for engine in engines):
+            return 0  # still loading: a run prepared now would fail `model_loading`
+        places = self._reserve(self.background_max)
+        claimed: list[tuple[str | None, JSON, JSON]] = []
+        try:
+            claimed = await self.store.claim(self.runner, places)
+        finally:
+            self._held -= places - len(claimed)
+        for tenant, response, request in claimed:
+            log.info("starting queued response %s", response["id"])
+            self._launch(response["id"], self._start_stored(tenant, response, request))
+        return len(claimed)
+
+    async def _start_stored(self, tenant: str | None, response: JSON, request: JSON) -> None:
+        """Prepare a claimed response from its stored request, then run it."""
+        response_id = response["id"]
+        try:
+            body = CreateResponseBody.model_validate(request)
+            stored = (response_id, int(response["created_at"]))
+            run = await self.service.prepare(body, tenant=tenant, stored=stored)
+        except asyncio.CancelledError:
+            if self._stopping:  # not started: another replica (or the next start) runs it
+                await self.store.release(self.runner, response_id)
+            else:
+                await self._end(tenant, response, lambda builder: builder.cancel())
+            raise
+        except APIError as exc:  # e.g. its previous response was deleted meanwhile
+            code, message = exc.code or "invalid_request", exc.message
+            await self._end(tenant, response, lambda builder: builder.fail(code, message))
+            return
+        except Exception as exc:
+            log.exception("could not start queued response %s", response_id)
+            message = f"The server had an error: {exc}"
+            await self._end(tenant, response, lambda b: b.fail("server_error", message))
+            return
+        await self._work(run)
+
+    async def _work(self, run: PreparedRun) -> None:
+        events = self.service.events(run)
         # Closing the generator (also on cancel) makes the run end `cancelled` and record
         # itself in full: the last word in the store is always the run's own.
-        async with aclosing(events), self._slots:
+        async with aclosing(events):
+            for _ in range(_OPENING):
+                await anext(events)
             pending: list[ev.Event] = []
             flushed = time.monotonic()
             async for event in events:
@@ -100,17 +183,38 @@ class Runs:
                 # events yielded so far describe only once the last one it made is here.
                 if event is not run.builder.events[-1]:
                     continue
-                # A status change is stored at once: pollers see in_progress right away.
-                if (
-                    isinstance(event, ev.ResponseInProgress)
-                    or time.monotonic() - flushed >= FLUSH_SECONDS
-                ):
+                if isinstance(event, ev.ResponseInProgress):  # stored at once, for pollers
+                    if not await self._begin(run, pending):
+                        return
+                    pending, flushed = [], time.monotonic()
+                elif time.monotonic() - flushed >= FLUSH_SECONDS:
                     pending, cancelled = await self._flush(run, pending)
                     flushed = time.monotonic()
                     if cancelled:  # asked on a replica whose signal did not reach us
                         log.info("cancelling %s: a cancel was requested", run.resource.id)
                         break
         await self.store.publish("events", run.resource.id)
+
+    async def _begin(self, run: PreparedRun, pending: list[ev.Event]) -> bool:
+        """Store the run's start, fenced by its claim: a process that stalled past its lease
+        may have had the run queued again and started elsewhere; then it must not run it."""
+        try:
+            started = await self.store.begin_claimed(
+                run.tenant,
+                run.resource.id,
+                self.runner,
+                [event.model_dump(mode="json") for event in pending],
+                run.builder.response.model_dump(mode="json"),
+            )
+        except Exception:
+            log.exception("could not start %s; it goes back to the queue", run.resource.id)
+            with contextlib.suppress(Exception):
+                await self.store.release(self.runner, run.resource.id)
+            started = False
+        if not started:
+            log.warning("not starting %s: this process lost its claim on it", run.resource.id)
+            run.resource.store = False  # its closing must not record over the other's run
+        return started
 
     async def _flush(
         self, run: PreparedRun, pending: list[ev.Event]
@@ -150,6 +254,10 @@ class Runs:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        elif stored.response["status"] == "queued" and await self.store.claim_one(
+            self.runner, tenant, response_id
+        ):  # nobody had started it: claimed, it is ended here
+            await self._end(tenant, stored.response, lambda builder: builder.cancel())
         else:  # another replica runs it: keep the request, and signal it
             await self.store.request_cancel(tenant, response_id)
             await self.store.publish("cancel", response_id)
@@ -178,6 +286,8 @@ class Runs:
         elif kind == "events":
             for waiter in self._waiters.get(response_id, ()):
                 waiter.set()
+        elif kind == "queued":
+            self._wake.set()
 
     async def wait_events(self, response_id: str, timeout: float) -> None:
         """replay.Signals: return when `response_id` may have new events."""
@@ -195,45 +305,67 @@ class Runs:
     # ------------------------------------------------------------ upkeep
 
     async def maintain(self) -> None:
-        """Heartbeat, and fail the runs of processes that died; runs until cancelled."""
+        """Heartbeat, recover the runs of processes that died, claim queued runs; runs
+        until cancelled. A signal (a run queued, a place freed) claims at once."""
+        beaten = 0.0
         while True:
+            self._wake.clear()
             try:
-                await self.store.heartbeat(self.runner)
-                await self.recover()
+                if time.monotonic() - beaten >= HEARTBEAT_SECONDS:
+                    await self.store.heartbeat(self.runner)
+                    await self.recover()
+                    beaten = time.monotonic()
+                await self.claim()
             except Exception:
                 log.exception("background upkeep failed")
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), HEARTBEAT_SECONDS)
 
     async def recover(self) -> int:
+        """Requeue the unstarted runs of dead processes; fail their started ones."""
+        requeued = await self.store.requeue(self.runner, STALE_SECONDS)
+        if requeued:
+            log.warning("%d queued responses of a stopped server are queued again", requeued)
         recovered = 0
         for tenant, response in await self.store.orphans(self.runner, STALE_SECONDS):
-            if await self._fail_orphan(tenant, response):
+            if await self._end(tenant, response, _interrupted):
+                log.warning("response %s was left unfinished by a stopped server", response["id"])
                 recovered += 1
         return recovered
 
-    async def _fail_orphan(self, tenant: str | None, response: JSON) -> bool:
-        """End a run whose process died: its stored stream, resumed, ends with fail()."""
+    async def _end(
+        self,
+        tenant: str | None,
+        response: JSON,
+        ending: Callable[[EventBuilder], list[ev.Event]],
+    ) -> bool:
+        """End a run nobody runs: its stored stream, resumed, ends with `ending`."""
         response_id = response["id"]
         stored = await self.store.events_after(tenant, response_id, -1) or []
         events = _EVENTS.validate_python(stored)
         builder = EventBuilder.resume(ResponseResource.model_validate(response), events)
-        ending = [] if builder.ended else builder.fail(INTERRUPTED, INTERRUPTED_MESSAGE)
+        last = [] if builder.ended else ending(builder)
         ended = await self.store.end_unfinished(
             tenant,
             response_id,
             builder.response.model_dump(mode="json"),
-            [event.model_dump(mode="json") for event in ending],
+            [event.model_dump(mode="json") for event in last],
         )
         if ended:
-            log.warning("response %s was left unfinished by a stopped server: failed", response_id)
             await self.store.publish("events", response_id)
         return ended
 
     async def shutdown(self) -> None:
-        """Stopping: running runs end `cancelled` (and are stored so)."""
+        """Stopping: running runs end `cancelled` (and are stored so); claimed runs not
+        yet started go back to the queue."""
+        self._stopping = True
         tasks = list(self.tasks.values())
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _interrupted(builder: EventBuilder) -> list[ev.Event]:
+    return builder.fail(INTERRUPTED, INTERRUPTED_MESSAGE)

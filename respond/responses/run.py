@@ -175,18 +175,20 @@ class Responses:
         *,
         tenant: str | None = None,
         remembered: Sequence[InputItem] | None = None,
+        stored: tuple[str, int] | None = None,
     ) -> PreparedRun:
         """Validate and assemble a run; every request error is raised here.
 
         `remembered` is the context before this input when the caller already holds it (a
         WebSocket connection remembers the responses it created, store:false ones too);
-        previous_response_id is then not looked up in the store.
+        previous_response_id is then not looked up in the store. `stored` is the (id,
+        created_at) of a queued response this run starts (the background queue).
         """
         engine, turn, context, hosted = await self.assemble(body, tenant, remembered)
         await self._prepare_turn(body, engine, turn)
         truncation = body.truncation or "disabled"
         await self._fit(engine, turn, truncation)
-        resource = self._resource(body, engine)
+        resource = self._resource(body, engine, stored)
         turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
@@ -336,15 +338,17 @@ class Responses:
             ) from overflow  # the numbers, for APIs that word this their own way
         turn.messages = fits
 
-    def _resource(self, body: CreateResponseBody, engine: Engine) -> ResponseResource:
+    def _resource(
+        self, body: CreateResponseBody, engine: Engine, stored: tuple[str, int] | None = None
+    ) -> ResponseResource:
         text = TextConfig(
             format=_echo_format(body.text.format),
             verbosity=body.text.verbosity or "medium",
         )
         reasoning = body.reasoning
         return ResponseResource(
-            id=new_id("resp"),
-            created_at=int(self._clock()),
+            id=stored[0] if stored else new_id("resp"),
+            created_at=stored[1] if stored else int(self._clock()),
             status="queued" if body.background else "in_progress",
             model=engine.info.id,
             previous_response_id=body.previous_response_id,

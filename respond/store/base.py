@@ -103,12 +103,14 @@ class Store(ABC):
         *,
         conversation_id: str | None = None,
         runner: str | None = None,
+        request: JSON | None = None,
     ) -> None:
         """Insert or replace a response with its items and its full event list.
 
         Output items are taken from `response["output"]`. When `conversation_id` is set,
         the input and output items are appended to that conversation in the same
-        transaction. `runner` names the process running an unfinished response.
+        transaction. `runner` names the process running an unfinished response. A queued
+        response with a `request` (its create body) and no runner waits in the queue.
         """
 
     @abstractmethod
@@ -157,6 +159,31 @@ class Store(ABC):
     async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
         """Unfinished responses (with tenants) whose runner is not `runner` and has not
         heartbeated for `stale_after` seconds (any other runner, if the store is exclusive)."""
+
+    @abstractmethod
+    async def requeue(self, runner: str, stale_after: int) -> int:
+        """Put back in the queue the queued (not yet started) responses claimed by runners
+        other than `runner` that are dead (as for `orphans`); returns how many."""
+
+    @abstractmethod
+    async def claim(self, runner: str, limit: int) -> list[tuple[str | None, JSON, JSON]]:
+        """Claim for `runner` up to `limit` queued responses nobody runs, oldest first:
+        (tenant, response, request) of each. Atomic: no response is claimed twice."""
+
+    @abstractmethod
+    async def claim_one(self, runner: str, tenant: str | None, response_id: str) -> bool:
+        """Claim one queued response nobody runs; False when it is not such a response."""
+
+    @abstractmethod
+    async def begin_claimed(
+        self, tenant: str | None, response_id: str, runner: str, events: list[JSON], response: JSON
+    ) -> bool:
+        """`append_events` for the first events of a run `runner` starts, only while it still
+        holds the claim on the queued response: False (nothing written) when it lost it."""
+
+    @abstractmethod
+    async def release(self, runner: str, response_id: str) -> None:
+        """Put a response `runner` claimed, and has not started, back in the queue."""
 
     @abstractmethod
     async def end_unfinished(

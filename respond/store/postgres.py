@@ -66,6 +66,7 @@ class _PostgresTx:
 class PostgresStore(SQLStore):
     for_update = " FOR UPDATE"
     dialect = "postgres"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(
         self, url: str, *, ttl_seconds: int, clock: Callable[[], float] = time.time

@@ -80,6 +80,8 @@ class SQLStore(Store):
     # PostgreSQL locks the conversation row while appending; SQLite's writer lock suffices.
     for_update = ""
     dialect = ""  # which NAME.<dialect>.sql migrations apply: "sqlite" or "postgres"
+    # Claiming queued runs: PostgreSQL skips rows another replica is claiming right now.
+    skip_locked = ""
 
     def __init__(self, *, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
         self.ttl_seconds = ttl_seconds
@@ -156,6 +158,7 @@ class SQLStore(Store):
         *,
         conversation_id: str | None = None,
         runner: str | None = None,
+        request: JSON | None = None,
     ) -> None:
         rid, t, now = response["id"], _tenant(tenant), self._now()
         async with self.transaction("save_response") as tx:
@@ -163,11 +166,12 @@ class SQLStore(Store):
             # The row is updated in place, never deleted and re-inserted: a reader that
             # locks it meanwhile must find it again, not a deleted version.
             await tx.execute(
-                "INSERT INTO responses (id, tenant, status, body, created_at, expires_at, runner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "INSERT INTO responses "
+                "(id, tenant, status, body, created_at, expires_at, runner, request) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "tenant = excluded.tenant, status = excluded.status, body = excluded.body, "
                 "created_at = excluded.created_at, expires_at = excluded.expires_at, "
-                "runner = excluded.runner",
+                "runner = excluded.runner, request = excluded.request",
                 rid,
                 t,
                 response["status"],
@@ -175,6 +179,7 @@ class SQLStore(Store):
                 int(response.get("created_at") or now),
                 now + self.ttl_seconds,
                 runner,
+                None if request is None else _dump(request),
             )
             await self._insert_items(tx, t, "input", rid, 0, input_items)
             await self._insert_items(tx, t, "output", rid, 0, list(response.get("output") or []))
@@ -357,18 +362,87 @@ class SQLStore(Store):
                 self._now(),
             )
 
+    def _alive_since(self, stale_after: int) -> int:
+        # An exclusive store has one process: every other runner is dead.
+        return self._now() + 1 if self.exclusive else self._now() - stale_after
+
     async def orphans(self, runner: str, stale_after: int) -> list[tuple[str | None, JSON]]:
-        alive_since = self._now() + 1 if self.exclusive else self._now() - stale_after
         async with self.transaction("orphans") as tx:
+            # A queued run that keeps its request waits in the queue: it is no orphan.
             rows = await tx.fetch(
                 "SELECT r.tenant, r.body FROM responses r LEFT JOIN runners w ON w.id = r.runner "
                 "WHERE r.status IN (?, ?) AND (r.runner IS NULL OR r.runner <> ?) "
-                "AND (w.seen_at IS NULL OR w.seen_at < ?)",
+                "AND (w.seen_at IS NULL OR w.seen_at < ?) "
+                "AND NOT (r.status = 'queued' AND r.request IS NOT NULL)",
                 *UNFINISHED,
                 runner,
-                alive_since,
+                self._alive_since(stale_after),
             )
         return [(row[0] or None, json.loads(row[1])) for row in rows]
+
+    async def requeue(self, runner: str, stale_after: int) -> int:
+        async with self.transaction("requeue") as tx:
+            return await tx.execute(
+                "UPDATE responses SET runner = NULL WHERE status = 'queued' "
+                "AND request IS NOT NULL AND runner IS NOT NULL AND runner <> ? "
+                "AND runner NOT IN (SELECT id FROM runners WHERE seen_at >= ?)",
+                runner,
+                self._alive_since(stale_after),
+            )
+
+    async def claim(self, runner: str, limit: int) -> list[tuple[str | None, JSON, JSON]]:
+        if limit <= 0:
+            return []
+        async with self.transaction("claim") as tx:
+            # One statement: a row is claimed by whoever changes it first, never twice.
+            rows = await tx.fetch(
+                "UPDATE responses SET runner = ? WHERE runner IS NULL AND id IN "
+                "(SELECT id FROM responses WHERE status = 'queued' AND runner IS NULL "
+                "AND request IS NOT NULL AND expires_at > ? ORDER BY created_at, id LIMIT ?"
+                f"{self.skip_locked}) RETURNING tenant, body, request, created_at, id",
+                runner,
+                self._now(),
+                limit,
+            )
+        rows = sorted(rows, key=lambda row: (row[3], row[4]))  # RETURNING keeps no order
+        return [(row[0] or None, json.loads(row[1]), json.loads(row[2])) for row in rows]
+
+    async def claim_one(self, runner: str, tenant: str | None, response_id: str) -> bool:
+        async with self.transaction("claim_one") as tx:
+            changed = await tx.execute(
+                "UPDATE responses SET runner = ? WHERE id = ? AND tenant = ? "
+                "AND status = 'queued' AND runner IS NULL",
+                runner,
+                response_id,
+                _tenant(tenant),
+            )
+        return changed > 0
+
+    async def begin_claimed(
+        self, tenant: str | None, response_id: str, runner: str, events: list[JSON], response: JSON
+    ) -> bool:
+        async with self.transaction("begin_claimed") as tx:
+            changed = await tx.execute(
+                "UPDATE responses SET status = ?, body = ? WHERE id = ? AND tenant = ? "
+                "AND runner = ? AND status = 'queued'",
+                response["status"],
+                _dump(response),
+                response_id,
+                _tenant(tenant),
+                runner,
+            )
+            if changed:
+                await self._insert_events(tx, response_id, events)
+        return changed > 0
+
+    async def release(self, runner: str, response_id: str) -> None:
+        async with self.transaction("release") as tx:
+            await tx.execute(
+                "UPDATE responses SET runner = NULL WHERE id = ? AND runner = ? "
+                "AND status = 'queued'",
+                response_id,
+                runner,
+            )
 
     async def end_unfinished(
         self, tenant: str | None, response_id: str, response: JSON, events: list[JSON]
@@ -382,8 +456,9 @@ class SQLStore(Store):
             if not rows or rows[0][0] not in UNFINISHED:
                 return False
             await self._insert_events(tx, response_id, events)
+            # The request (MCP credentials too) is kept only while the run may still start.
             await tx.execute(
-                "UPDATE responses SET status = ?, body = ? WHERE id = ?",
+                "UPDATE responses SET status = ?, body = ?, request = NULL WHERE id = ?",
                 response["status"],
                 _dump(response),
                 response_id,

@@ -1,9 +1,12 @@
-"""Background runs, cancel and stream resume through the official SDK (SQLite store)."""
+"""Background runs, cancel, stream resume and the queue through the official SDK (SQLite
+store)."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,11 +15,13 @@ import pytest
 
 from tests.support.clients import openai_client
 from tests.support.polling import folded, has_text, stored_events, wait_for
+from tests.support.queue import assert_ran_once, watch
 from tests.support.schema import validate_event, validate_response
-from tests.support.server import Server
+from tests.support.server import Server, start_server
 
 MODEL = "smollm2-135m"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+ACTIVE = ("queued", "in_progress")
 LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
 
 
@@ -24,6 +29,16 @@ LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens":
 def client(server: Server) -> Iterator[openai.OpenAI]:
     with openai_client(server.base_url) as sdk:
         yield sdk
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server that runs at most two background runs at once."""
+    srv = start_server(
+        Path(tmp_path_factory.mktemp("capped")), "--threads", "2", "--background-max", "2"
+    )
+    yield srv
+    srv.stop()
 
 
 def dump(model: Any) -> dict[str, Any]:
@@ -101,15 +116,67 @@ def test_cancel_stops_generation(client: openai.OpenAI, server: Server) -> None:
     assert client.responses.cancel(made.id).status == "cancelled"
 
 
-def test_cancel_a_queued_run(client: openai.OpenAI, server: Server) -> None:
-    first = client.responses.create(model=MODEL, background=True, **LONG)
-    second = client.responses.create(model=MODEL, background=True, **LONG)
-    # One background run at a time: the second waits its turn, queued.
-    assert client.responses.retrieve(second.id).status == "queued"
-    assert client.responses.cancel(second.id).status == "cancelled"
-    types = [e["type"] for e in stored_events(server.base_url, second.id)]
-    assert types == ["response.created", "response.queued", "response.failed"]
-    assert client.responses.cancel(first.id).status == "cancelled"
+def test_cancel_a_queued_run(capped: Server) -> None:
+    with openai_client(capped.base_url) as client:
+        running = [client.responses.create(model=MODEL, background=True, **LONG) for _ in "ab"]
+        waiting = client.responses.create(model=MODEL, background=True, **LONG)
+        # Two background runs at a time: the third waits its turn, queued.
+        assert client.responses.retrieve(waiting.id).status == "queued"
+        assert client.responses.cancel(waiting.id).status == "cancelled"
+        types = [e["type"] for e in stored_events(capped.base_url, waiting.id)]
+        assert types == ["response.created", "response.queued", "response.failed"]
+        for run in running:
+            assert client.responses.cancel(run.id).status == "cancelled"
+
+
+def test_more_runs_than_background_max_wait_queued(capped: Server) -> None:
+    with openai_client(capped.base_url) as client:
+        made = [
+            client.responses.create(
+                model=MODEL, background=True, input=f"Count to {n}.", max_output_tokens=32
+            )
+            for n in range(5)
+        ]
+    assert all(m.status == "queued" for m in made)
+    ids = [m.id for m in made]
+    seen = watch(capped.base_url, ids)
+    assert seen.most_at_once == 2 and seen.waited, seen
+    for response_id in ids:
+        assert seen.final[response_id]["status"] in ("completed", "incomplete")
+        events = stored_events(capped.base_url, response_id)
+        check_lifecycle(events)
+        assert_ran_once(events)
+        assert events[-1]["response"] == seen.final[response_id]
+
+
+def test_queued_runs_outlive_a_killed_server(tmp_path: Path) -> None:
+    """Runs accepted by a server that never starts them (--background-max 0) wait in the
+    store; after a SIGKILL, the next server on that data directory runs them."""
+    accepting = start_server(tmp_path, "--threads", "2", "--background-max", "0")
+    try:
+        with openai_client(accepting.base_url) as client:
+            made = [
+                client.responses.create(
+                    model=MODEL, background=True, input="Say hi.", max_output_tokens=12
+                )
+                for _ in range(3)
+            ]
+            time.sleep(3)  # more than a heartbeat: nothing starts them
+            assert all(client.responses.retrieve(m.id).status == "queued" for m in made)
+    finally:
+        accepting.process.send_signal(signal.SIGKILL)
+        accepting.process.wait()
+    survivor = start_server(tmp_path, "--threads", "2")  # the same --data-dir
+    try:
+        for m in made:
+            final = wait_for(survivor.base_url, m.id, lambda b: b["status"] not in ACTIVE, 180)
+            assert final["status"] in ("completed", "incomplete"), final
+            events = stored_events(survivor.base_url, m.id)
+            check_lifecycle(events)
+            assert_ran_once(events)
+            assert f"starting queued response {m.id}" in survivor.log()
+    finally:
+        survivor.stop()
 
 
 def test_cancel_errors(client: openai.OpenAI, server: Server) -> None:

@@ -213,3 +213,52 @@ async def test_what_a_background_run_stores_agrees_with_its_events(
     assert db.appended > 5
     await assert_stored_stream_is_the_response(db, queued.id)
     await db.close()
+
+
+async def test_a_queued_run_claimed_by_a_dead_process_is_started_from_its_request(
+    store: SQLiteStore,
+) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("from the queue"), d.Finish("stop"))
+    accepting = Runs(runs_over(store, engine).service, store, background_max=0)
+    queued = await accepting.start(
+        await accepting.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    # Another process claimed it, then died before starting it.
+    assert [r["id"] for _, r, _ in await store.claim("runner_dead", 5)] == [queued.id]
+    runs = runs_over(store, engine)
+    assert await runs.claim() == 0  # claimed: not anyone's to take
+    assert await runs.recover() == 0  # back in the queue, not failed
+    assert await runs.claim() == 1
+    assert await final_status(store, queued.id) == "completed"
+    done = await assert_stored_stream_is_the_response(store, queued.id)
+    assert done["created_at"] == queued.created_at
+    assert done["output"][0]["content"][0]["text"] == "from the queue"
+    types = [e["type"] for e in await store.events_after(None, queued.id, -1) or []]
+    assert types.count("response.created") == types.count("response.in_progress") == 1
+
+
+async def test_a_process_that_lost_its_claim_does_not_start_the_run(store: SQLiteStore) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("once"), d.Finish("stop"))
+    accepting = Runs(runs_over(store, engine).service, store, background_max=0)
+    queued = await accepting.start(
+        await accepting.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    runs = runs_over(store, engine)
+    assert await runs.claim() == 1
+    # Before its worker starts the run, the claim passes to another process (as when this
+    # one stalled past its lease): the store holds the lock, so this comes first.
+    await store.release(runs.runner, queued.id)
+    assert await store.claim_one("runner_other", None, queued.id)
+    await asyncio.gather(*runs.tasks.values())
+    stored = await store.get_response(None, queued.id)
+    assert stored is not None and stored.response["status"] == "queued"
+    assert len(await store.events_after(None, queued.id, -1) or []) == 2  # created, queued
+    # The other process dies too: the run is queued again and runs here, once.
+    assert await runs.recover() == 0
+    assert await runs.claim() == 1
+    assert await final_status(store, queued.id) == "completed"
+    await assert_stored_stream_is_the_response(store, queued.id)
+    types = [e["type"] for e in await store.events_after(None, queued.id, -1) or []]
+    assert types.count("response.in_progress") == 1

@@ -239,6 +239,55 @@ async def test_running_response_events_and_orphans(store: Store, clock: Clock) -
     assert await store.events_after("t", "resp_bg", 4) == [terminal]  # written once
 
 
+async def test_queue_claims_each_run_once_and_requeues_a_dead_claimer(
+    store: Store, clock: Clock
+) -> None:
+    request = {"input": "hi", "background": True}
+    for i in range(5):
+        queued = {**response(f"resp_q{i}", "queued", []), "created_at": i + 1}
+        await store.save_response("t", queued, [], events(2), request=request)
+    assert await store.orphans("a", stale_after=10) == []  # waiting in the queue is fine
+    await store.heartbeat("a")
+    first = await store.claim("a", 2)
+    assert [(t, r["id"], q) for t, r, q in first] == [
+        ("t", "resp_q0", request),
+        ("t", "resp_q1", request),
+    ]
+    assert not await store.claim_one("b", "t", "resp_q0")  # taken
+    assert await store.claim_one("b", "t", "resp_q2")
+    # Claims racing each other (a pool of connections on PostgreSQL) never share a row.
+    rest = await asyncio.gather(*(store.claim(f"r{i}", 5) for i in range(4)))
+    assert sorted(r["id"] for claimed in rest for _, r, _ in claimed) == ["resp_q3", "resp_q4"]
+    assert await store.claim("c", 5) == []
+    # "a" dies before starting its runs: they go back to the queue, for anyone.
+    clock.now += 11
+    await store.heartbeat("c")
+    requeued = await store.requeue("c", stale_after=10)
+    assert requeued == 5  # q0, q1 of "a"; q2 of "b"; q3, q4 of r0..r3: all silent
+    again = await store.claim("c", 10)
+    assert sorted(r["id"] for _, r, _ in again) == [f"resp_q{i}" for i in range(5)]
+    assert await store.requeue("c", stale_after=10) == 0  # its own claims stay its own
+    await store.release("d", "resp_q0")  # not its claim: nothing changes
+    await store.release("c", "resp_q0")
+    assert [r["id"] for _, r, _ in await store.claim("e", 10)] == ["resp_q0"]
+    # Starting is fenced by the claim: only its holder starts it, and only once.
+    started = response("resp_q0", "in_progress", [])
+    assert not await store.begin_claimed("t", "resp_q0", "c", events(1, start=2), started)
+    assert await store.begin_claimed("t", "resp_q0", "e", events(1, start=2), started)
+    assert not await store.begin_claimed("t", "resp_q0", "e", events(1, start=3), started)
+    assert [e["sequence_number"] for e in await store.events_after("t", "resp_q0", -1) or []] == [
+        0,
+        1,
+        2,
+    ]
+    await store.release("e", "resp_q0")  # started: it is no longer queued
+    assert await store.claim("z", 10) == []
+    # A finished response leaves the queue for good.
+    await store.save_response("t", response("resp_q1"), [], events(3))
+    await store.release("c", "resp_q1")
+    assert await store.claim("f", 10) == []
+
+
 async def test_cancel_requests_are_kept_for_the_runner(store: Store) -> None:
     await store.save_response("t", response("resp_bg", "in_progress", []), [], events(1))
     running = response("resp_bg", "in_progress", [])
