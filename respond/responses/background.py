@@ -82,6 +82,7 @@ class Runs:
                 code="invalid_value",
             )
         response = run.builder.response.model_copy(deep=True)
+        body = run.body.model_dump(mode="json", exclude_unset=True, by_alias=True)
         # The run's own stream will make these same events again; its worker skips them.
         opening = EventBuilder(response.model_copy(deep=True)).start()
         mine = self._reserve(1) == 1
@@ -93,7 +94,7 @@ class Runs:
                 run.input_items,
                 [event.model_dump(mode="json") for event in opening],
                 runner=self.runner if mine else None,
-                request=run.body.model_dump(mode="json", exclude_unset=True, by_alias=True),
+                request={"sealed": self.service.sealer.seal_request(body, run.tenant)},
             )
         except BaseException:
             if mine:
@@ -146,7 +147,7 @@ class Runs:
         """Prepare a claimed response from its stored request, then run it."""
         response_id = response["id"]
         try:
-            body = CreateResponseBody.model_validate(request)
+            body = CreateResponseBody.model_validate(self._unsealed(tenant, request))
             stored = (response_id, int(response["created_at"]))
             run = await self.service.prepare(body, tenant=tenant, stored=stored)
         except asyncio.CancelledError:
@@ -165,6 +166,17 @@ class Runs:
             await self._end(tenant, response, lambda b: b.fail("server_error", message))
             return
         await self._work(run)
+
+    def _unsealed(self, tenant: str | None, request: JSON) -> JSON:
+        try:
+            return self.service.sealer.unseal_request(request["sealed"], tenant)
+        except ValueError:
+            raise APIError(
+                500,
+                "The run was queued by a server with another --secret-key: give every "
+                "replica the same key (docs/deploy.md).",
+                code="server_error",
+            ) from None
 
     async def _work(self, run: PreparedRun) -> None:
         events = self.service.events(run)

@@ -1,4 +1,5 @@
-"""What the server seals for clients to carry: reasoning and compaction items.
+"""What the server seals: reasoning and compaction items for clients to carry, and the
+requests of queued background runs while the store keeps them.
 
 Stateless clients (`store: false`, as Codex runs) cannot point at stored reasoning, so
 the reasoning travels with them as an opaque blob (`include: ["reasoning.encrypted_content"]`);
@@ -7,7 +8,9 @@ a `compaction` item carries a whole context the same way. Both are AES-256-GCM
 with its own associated data, so a blob made for one use never opens as another (nor a
 compaction item as another tenant's). The key comes from `--secret-key` /
 RESPOND_SECRET_KEY, or is generated once and kept in the data directory, so blobs stay
-valid across restarts and across replicas that share the key.
+valid across restarts and across replicas that share the key. A queued run's request may
+hold MCP credentials (`authorization`, `headers`): sealed, the store never holds them in
+the clear, and any replica with the key can start the run.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 # Associated data bound into every blob: a blob opens only for the use it was sealed for.
 _REASONING = b"respond reasoning v1"
 _COMPACTION = b"respond compaction v1 tenant:"  # + the tenant's name
+_REQUEST = b"respond queued request v1 tenant:"  # + the tenant's name
 _NONCE = 12
 
 
@@ -70,6 +74,16 @@ class Sealer:
         except (ValueError, zlib.error) as exc:
             raise ValueError("the encrypted content cannot be read") from exc
         return items
+
+    def seal_request(self, body: dict[str, Any], tenant: str | None) -> str:
+        """A queued run's create body, for `tenant` only."""
+        plain = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        return self._seal(plain, _REQUEST + (tenant or "").encode("utf-8"))
+
+    def unseal_request(self, blob: str, tenant: str | None) -> dict[str, Any]:
+        """The create body of a queued run; ValueError when sealed by another key."""
+        body: dict[str, Any] = json.loads(self._open(blob, _REQUEST + (tenant or "").encode()))
+        return body
 
     def _seal(self, plain: bytes, context: bytes) -> str:
         nonce = os.urandom(_NONCE)

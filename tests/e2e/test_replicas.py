@@ -21,6 +21,10 @@ from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
 from tests.support.stores import drop_schema, new_schema_url
 
+# Replicas that share a store share the sealing key (docs/deploy.md): a queued run is
+# sealed by the replica that accepted it and opened by the one that starts it.
+KEY = "the-same-on-every-replica"
+
 pytestmark = pytest.mark.pg
 
 MODEL = "smollm2-135m"
@@ -31,8 +35,8 @@ LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens":
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server, str]]:
     url, schema = new_schema_url()
     tmp = Path(tmp_path_factory.mktemp("replicas"))
-    a = start_server(tmp / "a", "--threads", "1", "--store", url)
-    b = start_server(tmp / "b", "--threads", "1", "--store", url)
+    a = start_server(tmp / "a", "--threads", "1", "--store", url, "--secret-key", KEY)
+    b = start_server(tmp / "b", "--threads", "1", "--store", url, "--secret-key", KEY)
     yield a, b, url
     a.stop()
     b.stop()
@@ -100,7 +104,7 @@ def test_cancel_on_b_stops_generation_on_a(pair: tuple[Server, Server, str]) -> 
 
 def test_b_fails_the_runs_of_a_dead_a(pair: tuple[Server, Server, str], tmp_path: Path) -> None:
     _, b, url = pair
-    doomed = start_server(tmp_path, "--threads", "1", "--store", url)
+    doomed = start_server(tmp_path, "--threads", "1", "--store", url, "--secret-key", KEY)
     with sdk(doomed) as on_doomed:
         made = on_doomed.responses.create(model=MODEL, background=True, **LONG)
         wait_for(doomed.base_url, made.id, has_text)
@@ -120,7 +124,7 @@ def capped_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
     """Two replicas on a schema of their own, each running one background run at a time."""
     url, schema = new_schema_url()
     tmp = Path(tmp_path_factory.mktemp("capped"))
-    one = ("--threads", "1", "--store", url, "--background-max", "1")
+    one = ("--threads", "1", "--store", url, "--secret-key", KEY, "--background-max", "1")
     a, b = start_server(tmp / "a", *one), start_server(tmp / "b", *one)
     yield a, b
     a.stop()
@@ -168,7 +172,7 @@ def test_a_survivor_runs_the_queued_runs_of_a_killed_replica(tmp_path: Path) -> 
     """A replica alone on its schema, with one run going and two queued behind it, is
     SIGKILLed: a replica started later fails the started run and runs the queued ones."""
     url, schema = new_schema_url()
-    one = ("--threads", "1", "--store", url)
+    one = ("--threads", "1", "--store", url, "--secret-key", KEY)
     doomed = start_server(tmp_path / "doomed", *one, "--background-max", "1")
     with sdk(doomed) as client:
         going = client.responses.create(model=MODEL, background=True, **LONG)
@@ -205,7 +209,7 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server,
     """Three replicas on one schema behind a real nginx, configured as docs/deploy.md says."""
     url, schema = new_schema_url()
     tmp = Path(tmp_path_factory.mktemp("balanced"))
-    shared = {"RESPOND_SECRET_KEY": "the-same-on-every-replica"}
+    shared = {"RESPOND_SECRET_KEY": KEY}
     replicas = [
         start_server(tmp / name, "--threads", "1", "--store", url, env=shared)
         for name in ("x", "y", "z")

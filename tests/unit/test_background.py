@@ -20,6 +20,7 @@ from respond.responses.background import Runs
 from respond.responses.fold import fold_events
 from respond.responses.history import History
 from respond.responses.run import Responses
+from respond.responses.sealing import Sealer
 from respond.store.base import JSON
 from respond.store.sqlite import SQLiteStore
 from respond.testing import ScriptedEngine
@@ -36,8 +37,12 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
     await db.close()
 
 
-def runs_over(store: SQLiteStore, engine: ScriptedEngine) -> Runs:
-    history = History(store)
+# One key for every process of a test, as replicas that share a store share --secret-key.
+SHARED_KEY = Sealer.ephemeral()
+
+
+def runs_over(store: SQLiteStore, engine: ScriptedEngine, sealer: Sealer = SHARED_KEY) -> Runs:
+    history = History(store, sealer)
     service = Responses({engine.info.id: engine}, recorder=history, history=history)
     return Runs(service, store)
 
@@ -262,3 +267,21 @@ async def test_a_process_that_lost_its_claim_does_not_start_the_run(store: SQLit
     await assert_stored_stream_is_the_response(store, queued.id)
     types = [e["type"] for e in await store.events_after(None, queued.id, -1) or []]
     assert types.count("response.in_progress") == 1
+
+
+async def test_a_queued_request_is_sealed_and_opens_only_with_the_key(store: SQLiteStore) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("never said"), d.Finish("stop"))
+    accepting = Runs(runs_over(store, engine).service, store, background_max=0)
+    # Whatever the body holds (MCP credentials too) is kept sealed, never in the clear.
+    body = CreateResponseBody(input="the password is xyzzy-42", background=True)
+    queued = await accepting.start(await accepting.service.prepare(body))
+    async with store.transaction("test") as tx:
+        (raw,) = await tx.fetch("SELECT request FROM responses WHERE id = ?", queued.id)
+    assert "xyzzy-42" not in raw[0] and "sealed" in raw[0]
+    # A replica with another key cannot open it: the run fails saying why, never hangs.
+    stranger = runs_over(store, engine, Sealer.ephemeral())
+    assert await stranger.claim() == 1
+    assert await final_status(store, queued.id) == "failed"
+    stored = await store.get_response(None, queued.id)
+    assert stored is not None and "--secret-key" in stored.response["error"]["message"]
