@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 
+from respond.engines.llamacpp import bundled_model_path
 from tests.support.clients import openai_client
 from tests.support.nginx import start_nginx
 from tests.support.polling import has_text, stored_events, wait_for
@@ -20,6 +21,7 @@ from tests.support.queue import assert_ran_once, watch
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server, start_server
 from tests.support.stores import drop_schema, new_schema_url
+from tests.support.upstreams import start_llama_server
 
 # Replicas that share a store share the sealing key (docs/deploy.md): a queued run is
 # sealed by the replica that accepted it and opened by the one that starts it.
@@ -206,19 +208,20 @@ def test_a_survivor_runs_the_queued_runs_of_a_killed_replica(tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, list[Server]]]:
-    """Three replicas on one schema behind a real nginx, configured as docs/deploy.md says."""
+    """Three replicas on one schema behind a real nginx, configured as docs/deploy.md says,
+    in front of one upstream (llama.cpp's llama-server on the bundled model)."""
     url, schema = new_schema_url()
     tmp = Path(tmp_path_factory.mktemp("balanced"))
+    upstream = start_llama_server(tmp / "upstream", bundled_model_path())
     shared = {"RESPOND_SECRET_KEY": KEY}
-    replicas = [
-        start_server(tmp / name, "--threads", "1", "--store", url, env=shared)
-        for name in ("x", "y", "z")
-    ]
+    front = ("--upstream", upstream.base_url, "--alias", MODEL, "--store", url)
+    replicas = [start_server(tmp / name, *front, env=shared) for name in ("x", "y", "z")]
     lb = start_nginx(tmp / "nginx", replicas)
     yield lb, replicas
     lb.stop()
     for replica in replicas:
         replica.stop()
+    upstream.stop()
     asyncio.run(drop_schema(schema))
 
 
