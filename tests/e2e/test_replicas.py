@@ -155,10 +155,12 @@ def test_a_run_accepted_by_a_full_a_is_started_by_b(capped_pair: tuple[Server, S
 def test_two_capped_replicas_work_through_a_queue(capped_pair: tuple[Server, Server]) -> None:
     a, b = capped_pair
     ids = []
+    # Runs long enough (seconds each) that the watcher, whose sweeps slow down on a loaded
+    # machine, sees two of them in progress in two sweeps in a row.
     for n in range(6):  # accepted by both replicas in turn
         with sdk((a, b)[n % 2]) as client:
             made = client.responses.create(
-                model=MODEL, background=True, input=f"Count to {n}.", max_output_tokens=32
+                model=MODEL, background=True, **LONG | {"max_output_tokens": 96}
             )
             ids.append(made.id)
     seen = watch(a.base_url, ids)
