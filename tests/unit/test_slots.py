@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import cast
 
+import llama_cpp
 import pytest
 
 from respond.engines.llamacpp import bundled_model_path
-from respond.engines.llamacpp._job import Feed
+from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._slot import Slot
-from respond.engines.llamacpp._slots import _choose
+from respond.engines.llamacpp._slots import _choose, fill_batch
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +66,42 @@ def test_with_every_slot_holding_a_conversation_the_least_recently_used_goes() -
     recent = ran(Slot(0), [1, 10], [11], used_at=9.0)
     old = ran(Slot(1), [1, 20], [21], used_at=2.0)
     assert _choose([recent, old], [1, 30]) is old
+
+
+def busy(seq: int, held: list[int], pending: list[int], arrived: float) -> Slot:
+    slot = Slot(seq, held=held, pending=pending)
+    slot.job = cast(Job, SimpleNamespace(arrived=arrived))  # fill_batch reads only this
+    return slot
+
+
+def test_the_batch_lists_its_slots_by_sequence_id_whatever_their_arrival() -> None:
+    """llama.cpp decodes a non-unified cache's sequences in one pass only in increasing id
+    order; a batch listed by arrival was split into one pass per slot."""
+    late, first, prefill = (
+        busy(0, [1, 2], [3], 9.0),
+        busy(2, [4], [5], 1.0),
+        busy(1, [], [6, 7], 0.0),
+    )
+    batch = llama_cpp.llama_batch_init(8, 0, 1)
+    try:
+        outputs, included = fill_batch(batch, [late, prefill, first], room=8)
+        rows = [(batch.seq_id[i][0], batch.pos[i], batch.token[i]) for i in range(batch.n_tokens)]
+        assert rows == [(0, 2, 3), (1, 0, 6), (1, 1, 7), (2, 1, 5)]
+        assert [bool(batch.logits[i]) for i in range(batch.n_tokens)] == [True, False, True, True]
+        assert outputs == [(late, 0), (prefill, 2), (first, 3)]
+        assert included == [late, prefill, first]
+        assert late.held == [1, 2, 3] and not late.pending
+    finally:
+        llama_cpp.llama_batch_free(batch)
+
+
+def test_decoding_slots_get_the_room_before_a_prompt_chunk() -> None:
+    decoding, prefill = busy(1, [1], [2], 5.0), busy(0, [], [7, 8, 9, 10], 1.0)
+    batch = llama_cpp.llama_batch_init(3, 0, 1)
+    try:
+        outputs, _ = fill_batch(batch, [prefill, decoding], room=3)
+        rows = [(batch.seq_id[i][0], batch.token[i]) for i in range(batch.n_tokens)]
+        assert rows == [(0, 7), (0, 8), (1, 2)]  # the prompt's first two tokens, then the stream's
+        assert outputs == [(decoding, 2)] and prefill.pending == [9, 10]
+    finally:
+        llama_cpp.llama_batch_free(batch)
