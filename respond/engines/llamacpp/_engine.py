@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ DEFAULT_SLOTS = 4
 DEFAULT_QUEUE_MAX = 64
 DEFAULT_BATCH = 512  # tokens per decode step: a long prompt is read in chunks of this
 DEFAULT_SEED = 0xFFFFFFFF  # llama.cpp's: a random seed per sampler
+TOKENIZED_KEPT = 8  # prompts whose tokens are kept between counting and generating
 
 
 def bundled_model_path() -> Path:
@@ -104,6 +106,10 @@ class LlamaCppEngine(Engine):
         self._loaded = threading.Event()
         self._load_error: str | None = None
         self._cpu = CpuWork()  # rendering, tokenizing, grammars: never on the event loop
+        # Prompt text -> its tokens, for the prompts counted last: a request's prompt is
+        # counted (the context-window check) and then generated from; tokenized once.
+        self._tokenized: OrderedDict[str, list[int]] = OrderedDict()
+        self._tokenized_lock = threading.Lock()
 
     # ------------------------------------------------------------ loading
 
@@ -183,7 +189,23 @@ class LlamaCppEngine(Engine):
             raise UnsupportedSchemaError(*found)
 
     def tokenize(self, turn: ChatTurn) -> list[int]:
+        """The turn's prompt tokens (the same list again while the prompt is kept: read
+        it, never change it)."""
         text = self.render(turn)
+        with self._tokenized_lock:
+            kept = self._tokenized.get(text)
+            if kept is not None:
+                self._tokenized.move_to_end(text)
+                return kept
+        tokens = self._tokenize_text(text)
+        if len(tokens) < self.n_ctx:  # one that does not fit is refused, never generated
+            with self._tokenized_lock:
+                self._tokenized[text] = tokens
+                while len(self._tokenized) > TOKENIZED_KEPT:
+                    self._tokenized.popitem(last=False)
+        return tokens
+
+    def _tokenize_text(self, text: str) -> list[int]:
         template = self._template
         assert template is not None and self._model is not None
         # Templates that write the BOS themselves must not get a second one.
