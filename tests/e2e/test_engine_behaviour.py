@@ -74,6 +74,23 @@ def test_logprobs_with_top_alternatives(server: Server) -> None:
     assert response["top_logprobs"] == 3
 
 
+def test_every_token_of_a_character_split_over_tokens_has_its_logprob(server: Server) -> None:
+    body = {
+        "input": "Repeat exactly: \N{DRAGON}\N{DRAGON}\N{DRAGON} \N{SPARKLES}\N{SPARKLES}",
+        "max_output_tokens": 24,
+        "temperature": 0,
+        "include": ["message.output_text.logprobs"],
+    }
+    response = post(server, body)
+    part = response["output"][0]["content"][0]
+    assert "\N{DRAGON}" in part["text"]  # each emoji is several byte tokens for this model
+    ended = response["status"] == "completed"
+    assert len(part["logprobs"]) == response["usage"]["output_tokens"] - ended
+    raw = b"".join(bytes(lp["bytes"]) for lp in part["logprobs"])
+    assert raw.decode("utf-8") == part["text"]
+    assert any("\N{REPLACEMENT CHARACTER}" in lp["token"] for lp in part["logprobs"])
+
+
 def test_sampling_params_are_echoed(server: Server) -> None:
     body = {
         "input": "x",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from respond.engines._base import ChatTurn, Delta, Finish, Usage
+from respond.engines._base import ChatTurn, Delta, Finish, TokenLogprob, Usage
 from respond.engines._calls import RepeatGuard
 from respond.engines._parsing import OutputParser
 from respond.engines.llamacpp._decoding import DecodingPlan
@@ -160,6 +160,7 @@ class Job:
         self.sampler = SlotSampler(self.model, sampling, grammar, self.seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         feed = Feed(tokens, fresh=True)
+        logprobs: tuple[TokenLogprob, ...] = ()  # of tokens whose text has not come yet
         while True:
             token = yield feed
             if token == CANCELLED or self.turn.cancel.is_set():
@@ -172,11 +173,14 @@ class Job:
             thinking = parser.in_reasoning
             deltas = guard.feed(parser.feed(text))
             budget.took(token, text, reasoning=thinking or parser.in_reasoning)
-            logprob = None
             if self.logits is not None:
                 top = sampling.top_logprobs
-                logprob = token_logprob(self.model, token, piece, self.logits, top)
-            for delta in with_logprobs(deltas, logprob):
+                logprobs += (token_logprob(self.model, token, piece, self.logits, top),)
+            if text or not piece:
+                deltas, logprobs = with_logprobs(deltas, logprobs), ()
+            # else: the first bytes of a character the next token completes; its logprob
+            # goes with that token's text, which the decoder holds back until then.
+            for delta in deltas:
                 self.emit(delta)
             if parser.halted_at is not None or guard.repeated:
                 return
@@ -184,7 +188,8 @@ class Job:
                 budget.cut = True
                 break
             feed = Feed([token])
-        for delta in guard.feed(parser.feed(decoder.decode(b"", final=True))):
+        rest = guard.feed(parser.feed(decoder.decode(b"", final=True)))
+        for delta in with_logprobs(rest, logprobs):  # a character the limit cut: U+FFFD
             self.emit(delta)
 
 

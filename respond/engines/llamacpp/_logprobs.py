@@ -32,13 +32,13 @@ def token_logprob(
     )
 
 
-def with_logprobs(deltas: list[Delta], logprob: TokenLogprob | None) -> list[Delta]:
-    """Attach a token's logprobs to the text it produced (markup tokens carry none)."""
-    if logprob is None:
+def with_logprobs(deltas: list[Delta], logprobs: tuple[TokenLogprob, ...]) -> list[Delta]:
+    """Attach tokens' logprobs to the text they produced (markup tokens carry none)."""
+    if not logprobs:
         return deltas
     for index, delta in enumerate(deltas):
         if isinstance(delta, TextDelta):
             out = list(deltas)
-            out[index] = TextDelta(delta.text, (logprob,))
+            out[index] = TextDelta(delta.text, logprobs)
             return out
     return deltas
