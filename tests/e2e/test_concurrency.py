@@ -169,6 +169,25 @@ def test_interleaved_chains_each_reuse_their_previous_turn(slots: Server) -> Non
         previous = results
 
 
+def test_a_system_prompt_shared_by_running_conversations_is_evaluated_once(
+    slots: Server,
+) -> None:
+    system = " ".join(f"Rule {n}: answer briefly and politely, in plain words." for n in range(20))
+    first = Stream(slots, {"instructions": system, "input": STORY, "max_output_tokens": 200})
+    wait_until(lambda: len(first.deltas) >= 3, "the first conversation is generating")
+    body = {"instructions": system, "input": "Name a colour.", "max_output_tokens": 8}
+    reply = httpx.post(f"{slots.base_url}/responses", json=body, timeout=TIMEOUT)
+    assert reply.status_code == 200, reply.text
+    # Its slot was busy, so the second one ran in another, with a copy of its cells.
+    shared = count_tokens(slots, body) - count_tokens(slots, {"input": "Name a colour."})
+    assert shared > 100
+    usage = reply.json()["usage"]
+    assert usage["input_tokens_details"]["cached_tokens"] >= shared
+    first.join()
+    assert first.response["usage"]["output_tokens"] == 200  # the copy left it whole
+    assert len(first.terminal) == 1
+
+
 def test_cancelling_one_stream_leaves_the_others_whole(slots: Server) -> None:
     since = len(slots.log())
     body = {"input": STORY, "max_output_tokens": 48, "temperature": 0}

@@ -7,13 +7,14 @@ from types import SimpleNamespace
 from typing import cast
 
 import llama_cpp
+import numpy as np
 import pytest
 
 from respond.engines.llamacpp import bundled_model_path
 from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._slot import Slot
-from respond.engines.llamacpp._slots import _choose, fill_batch
+from respond.engines.llamacpp._slots import _choose, _source, fill_batch
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +106,37 @@ def test_decoding_slots_get_the_room_before_a_prompt_chunk() -> None:
         assert outputs == [(decoding, 2)] and prefill.pending == [9, 10]
     finally:
         llama_cpp.llama_batch_free(batch)
+
+
+def test_a_prefix_held_by_another_slot_is_copied_not_evaluated(model: NativeModel) -> None:
+    """The copied cells give the logits evaluating the prompt gives (the real context)."""
+    prompt = model.tokenize(b"You are a careful assistant. Say hello.", add_bos=True, special=False)
+    batch = llama_cpp.llama_batch_init(64, 0, 1)
+    try:
+        evaluated = busy(0, [], list(prompt), 0.0)
+        fill_batch(batch, [evaluated], room=64)
+        assert model.decode(batch) == 0
+        expected = model.logits(batch.n_tokens - 1).copy()
+        copy = Slot(1)
+        copy.copy_from(evaluated, model)
+        assert copy.apply(Feed(prompt, fresh=True), model) == len(prompt) - 1
+        copy.job = evaluated.job
+        outputs, _ = fill_batch(batch, [copy], room=64)
+        assert batch.n_tokens == 1 and model.decode(batch) == 0
+        assert np.allclose(model.logits(outputs[0][1]), expected, atol=1e-3)
+    finally:
+        llama_cpp.llama_batch_free(batch)
+        for seq in (0, 1):
+            model.keep(seq, 0)
+
+
+def test_cells_are_copied_only_when_they_spare_enough_of_the_prompt() -> None:
+    system = list(range(100, 140))  # a shared system prompt of 40 tokens
+    holder = ran(Slot(0), [*system, 1, 2], [3], used_at=1.0)
+    chosen = Slot(1)
+    assert _source([holder, chosen], chosen, [*system, 7, 8], worth=16) is holder
+    assert _source([holder, chosen], chosen, [*system, 7, 8], worth=41) is None
+    assert _source([holder, chosen], chosen, [9, *system], worth=16) is None  # no prefix
+    # The chosen slot's own prefix counts: copying must spare more than it already holds.
+    own = ran(Slot(1), [*system[:30]], [], used_at=0.5)
+    assert _source([holder, own], own, [*system, 7], worth=16) is None

@@ -96,6 +96,11 @@ class NativeModel:
         """Drop sequence `seq`'s cells from position `n_tokens` on."""
         llama_cpp.llama_memory_seq_rm(self.memory, seq, n_tokens, -1)
 
+    def copy(self, source: int, target: int) -> None:
+        """Make sequence `target` a copy of sequence `source`: every cell, copied (across the
+        streams of a non-unified cache) at the start of the next decode."""
+        llama_cpp.llama_memory_seq_cp(self.memory, source, target, -1, -1)
+
     def decode(self, batch: Any) -> int:
         return int(llama_cpp.llama_decode(self.ctx, batch))
 

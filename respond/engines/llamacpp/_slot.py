@@ -55,6 +55,11 @@ class Slot:
         self.pending = list(feed.tokens[kept:])
         return kept
 
+    def copy_from(self, other: Slot, model: NativeModel) -> None:
+        """Hold a copy of `other`'s cells (the next fresh feed drops what is not shared)."""
+        model.copy(other.seq, self.seq)
+        self.held = list(other.held)
+
     def forget(self, model: NativeModel) -> None:
         """Drop every cell (after a failed decode their contents are unknown)."""
         model.keep(self.seq, 0)
