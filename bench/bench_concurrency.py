@@ -112,8 +112,8 @@ def concurrent(url: str, n: int, tokens: int) -> list[Result]:
     return results
 
 
-def chains(url: str, n_chains: int, turns: int, tokens: int) -> list[float]:
-    """turn-last TTFT / turn-1 TTFT for each chain."""
+def chains(url: str, n_chains: int, turns: int, tokens: int) -> list[tuple[float, float]]:
+    """(turn-1 TTFT, turn-last TTFT) for each chain."""
     histories: list[list[dict[str, str]]] = [[] for _ in range(n_chains)]
     ttfts: list[list[float]] = [[] for _ in range(n_chains)]
     for turn in range(turns):
@@ -124,7 +124,7 @@ def chains(url: str, n_chains: int, turns: int, tokens: int) -> list[float]:
             result, text = stream_chat(url, history, tokens)
             history.append({"role": "assistant", "content": text})
             ttfts[chain].append(result.ttft)
-    return [t[-1] / t[0] if t[0] > 0 else float("inf") for t in ttfts]
+    return [(t[0], t[-1]) for t in ttfts]
 
 
 def start_llama_server(binary: Path, args: argparse.Namespace, tmp: Path) -> Server:
@@ -208,7 +208,7 @@ def main() -> None:
     upstream = start_llama_server(binary, args, tmp)
     servers = {"respond": respond.url, "llama-server": upstream.url}
     runs: dict[tuple[str, int], list[list[Result]]] = defaultdict(list)
-    ratios: dict[str, list[float]] = defaultdict(list)
+    ttfts: dict[str, list[tuple[float, float]]] = defaultdict(list)
     try:
         for url in servers.values():  # warm up: load pages, first allocations
             concurrent(url, 1, 8)
@@ -217,7 +217,7 @@ def main() -> None:
                 for name, url in servers.items():
                     runs[(name, level)].append(concurrent(url, level, args.tokens))
         for name, url in servers.items():
-            ratios[name] = chains(url, args.chains, args.turns, args.chain_tokens)
+            ttfts[name] = chains(url, args.chains, args.turns, args.chain_tokens)
     finally:
         respond.stop()
         upstream.stop()
@@ -245,9 +245,10 @@ def main() -> None:
             f"ratio respond/llama-server at {level}: aggregate {agg:.2f}, "
             f"decode {decode:.2f}, TTFT p50 {ttft:.2f}x"
         )
-    for name, values in ratios.items():
-        shown = ", ".join(f"{v:.2f}" for v in values)
-        print(f"{name:<13} chains turn-{args.turns}/turn-1 TTFT: {shown}")
+    for name, pairs in ttfts.items():
+        shown = ", ".join(f"{last / first:.2f}" if first > 0 else "inf" for first, last in pairs)
+        ms = ", ".join(f"{first * 1000:.0f}->{last * 1000:.0f}" for first, last in pairs)
+        print(f"{name:<13} chains turn-{args.turns}/turn-1 TTFT: {shown} (ms: {ms})")
 
 
 if __name__ == "__main__":
