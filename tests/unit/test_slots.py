@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import llama_cpp
 import numpy as np
@@ -75,6 +76,16 @@ def busy(seq: int, held: list[int], pending: list[int], arrived: float) -> Slot:
     return slot
 
 
+@contextmanager
+def native_batch(size: int) -> Iterator[Any]:
+    """A llama.cpp batch of `size` tokens, freed after."""
+    batch = llama_cpp.llama_batch_init(size, 0, 1)
+    try:
+        yield batch
+    finally:
+        llama_cpp.llama_batch_free(batch)
+
+
 def test_the_batch_lists_its_slots_by_sequence_id_whatever_their_arrival() -> None:
     """llama.cpp decodes a non-unified cache's sequences in one pass only in increasing id
     order; a batch listed by arrival was split into one pass per slot."""
@@ -83,8 +94,7 @@ def test_the_batch_lists_its_slots_by_sequence_id_whatever_their_arrival() -> No
         busy(2, [4], [5], 1.0),
         busy(1, [], [6, 7], 0.0),
     )
-    batch = llama_cpp.llama_batch_init(8, 0, 1)
-    try:
+    with native_batch(8) as batch:
         outputs, included = fill_batch(batch, [late, prefill, first], room=8)
         rows = [(batch.seq_id[i][0], batch.pos[i], batch.token[i]) for i in range(batch.n_tokens)]
         assert rows == [(0, 2, 3), (1, 0, 6), (1, 1, 7), (2, 1, 5)]
@@ -92,42 +102,36 @@ def test_the_batch_lists_its_slots_by_sequence_id_whatever_their_arrival() -> No
         assert outputs == [(late, 0), (prefill, 2), (first, 3)]
         assert included == [late, prefill, first]
         assert late.held == [1, 2, 3] and not late.pending
-    finally:
-        llama_cpp.llama_batch_free(batch)
 
 
 def test_decoding_slots_get_the_room_before_a_prompt_chunk() -> None:
     decoding, prefill = busy(1, [1], [2], 5.0), busy(0, [], [7, 8, 9, 10], 1.0)
-    batch = llama_cpp.llama_batch_init(3, 0, 1)
-    try:
+    with native_batch(3) as batch:
         outputs, _ = fill_batch(batch, [prefill, decoding], room=3)
         rows = [(batch.seq_id[i][0], batch.token[i]) for i in range(batch.n_tokens)]
         assert rows == [(0, 7), (0, 8), (1, 2)]  # the prompt's first two tokens, then the stream's
         assert outputs == [(decoding, 2)] and prefill.pending == [9, 10]
-    finally:
-        llama_cpp.llama_batch_free(batch)
 
 
 def test_a_prefix_held_by_another_slot_is_copied_not_evaluated(model: NativeModel) -> None:
     """The copied cells give the logits evaluating the prompt gives (the real context)."""
     prompt = model.tokenize(b"You are a careful assistant. Say hello.", add_bos=True, special=False)
-    batch = llama_cpp.llama_batch_init(64, 0, 1)
-    try:
-        evaluated = busy(0, [], list(prompt), 0.0)
-        fill_batch(batch, [evaluated], room=64)
-        assert model.decode(batch) == 0
-        expected = model.logits(batch.n_tokens - 1).copy()
-        copy = Slot(1)
-        copy.copy_from(evaluated, model)
-        assert copy.apply(Feed(prompt, fresh=True), model) == len(prompt) - 1
-        copy.job = evaluated.job
-        outputs, _ = fill_batch(batch, [copy], room=64)
-        assert batch.n_tokens == 1 and model.decode(batch) == 0
-        assert np.allclose(model.logits(outputs[0][1]), expected, atol=1e-3)
-    finally:
-        llama_cpp.llama_batch_free(batch)
-        for seq in (0, 1):
-            model.keep(seq, 0)
+    with native_batch(64) as batch:
+        try:
+            evaluated = busy(0, [], list(prompt), 0.0)
+            fill_batch(batch, [evaluated], room=64)
+            assert model.decode(batch) == 0
+            expected = model.logits(batch.n_tokens - 1).copy()
+            copy = Slot(1)
+            copy.copy_from(evaluated, model)
+            assert copy.apply(Feed(prompt, fresh=True), model) == len(prompt) - 1
+            copy.job = evaluated.job
+            outputs, _ = fill_batch(batch, [copy], room=64)
+            assert batch.n_tokens == 1 and model.decode(batch) == 0
+            assert np.allclose(model.logits(outputs[0][1]), expected, atol=1e-3)
+        finally:
+            for seq in (0, 1):
+                model.keep(seq, 0)
 
 
 def test_cells_are_copied_only_when_they_spare_enough_of_the_prompt() -> None:
