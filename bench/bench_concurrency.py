@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,6 +34,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from respond.engines.llamacpp import bundled_model_path
+from tests.support import processes
 from tests.support.server import Server, free_port, start_server, wait_ok
 
 PROMPTS = [
@@ -148,7 +148,7 @@ def start_llama_server(binary: Path, args: argparse.Namespace, tmp: Path) -> Ser
         "--log-disable",
     ]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = processes.spawn(command, log=log)  # its own group, as Server.stop expects
     server = Server(process, port, log_path)
     wait_ok(server, f"{server.url}/health", 120)
     return server

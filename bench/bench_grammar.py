@@ -11,7 +11,16 @@ Same model, same prompts, same run, rounds alternating so drift hits every arm:
 
 Decode tokens/s is counted from the first to the last generated token.
 
-    .venv/bin/python bench/bench_grammar.py [--rounds 3] [--tokens 128]
+`--custom` measures a custom tool's grammar instead (engines/grammars: Lark and regex
+converted to GBNF), a forced call of one custom tool each arm:
+
+- text:     the custom tool without a grammar (its input any JSON string)
+- lark:     the same tool with a Lark grammar (arithmetic, with %ignore WS)
+- regex:    the same tool with a regex (a date)
+
+and how long building and parsing each call's grammar takes (prepare ms).
+
+    .venv/bin/python bench/bench_grammar.py [--rounds 3] [--tokens 128] [--custom]
 """
 
 from __future__ import annotations
@@ -29,7 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from llama_cpp import Llama
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from respond.engines import ChatMessage, ChatTurn, Sampling, TextDelta, Usage
+from respond.engines import (
+    ChatMessage,
+    ChatTurn,
+    FunctionSpec,
+    InputGrammar,
+    Sampling,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolChoice,
+    Usage,
+)
 from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
 from respond.engines.llamacpp._grammar import output_grammar
 
@@ -77,7 +96,7 @@ async def respond_arm(engine: LlamaCppEngine, chat: ChatTurn) -> tuple[float, in
     produced = 0
     async for delta in engine.stream(chat):
         now = time.perf_counter()
-        if isinstance(delta, TextDelta):
+        if isinstance(delta, TextDelta | ToolCallArgumentsDelta):
             first = first or now
             last = now
         elif isinstance(delta, Usage):
@@ -113,14 +132,80 @@ def rate(seconds: float, tokens: int) -> float:
     return (tokens - 1) / seconds if seconds > 0 and tokens > 1 else 0.0
 
 
+ARITHMETIC = """
+start: expr
+expr: expr ("+" | "-" | "*" | "/") term | term
+term: NUMBER | "(" expr ")"
+%import common.NUMBER
+%import common.WS
+%ignore WS
+"""
+CUSTOM_GRAMMARS = {
+    "text": None,
+    "lark": InputGrammar("lark", ARITHMETIC),
+    "regex": InputGrammar("regex", r"\d{4}-\d{2}-\d{2}"),
+}
+CUSTOM_PROMPTS = [
+    "Call the tool with a long arithmetic expression that adds up the first twenty squares.",
+    "Use the tool: write an expression for the total cost of 12 items at 7.5 plus tax.",
+    "Call the tool with the date of the first moon landing.",
+]
+INPUT = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+    "additionalProperties": False,
+}
+
+
+def custom_turn(prompt: str, tokens: int, grammar: InputGrammar | None) -> ChatTurn:
+    tool = FunctionSpec("calc", "Evaluates its input.", INPUT, grammar=grammar)
+    return ChatTurn(
+        model="bench",
+        messages=[ChatMessage(role="user", content=prompt)],
+        tools=[tool],
+        tool_choice=ToolChoice(mode="required"),
+        parallel_tool_calls=False,
+        sampling=Sampling(temperature=0.0),
+        max_output_tokens=tokens,
+    )
+
+
+async def custom_main(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
+    rates: dict[str, list[float]] = {arm: [] for arm in CUSTOM_GRAMMARS}
+    counts: dict[str, list[int]] = {arm: [] for arm in CUSTOM_GRAMMARS}
+    prepared: dict[str, list[float]] = {arm: [] for arm in CUSTOM_GRAMMARS}
+    for _ in range(rounds):
+        for prompt in CUSTOM_PROMPTS:
+            for arm, grammar in CUSTOM_GRAMMARS.items():
+                chat = custom_turn(prompt, tokens, grammar)
+                start = time.perf_counter()
+                await engine.prepare(chat)
+                prepared[arm].append((time.perf_counter() - start) * 1000)
+                seconds, produced = await respond_arm(engine, chat)
+                rates[arm].append(rate(seconds, produced))
+                counts[arm].append(produced)
+    text = statistics.median(rates["text"])
+    print(f"{'arm':<8} {'median tok/s':>13} {'tokens/run':>11} {'vs text':>8} {'prepare ms':>11}")
+    for arm, values in rates.items():
+        median = statistics.median(values)
+        tokens = statistics.median(counts[arm])
+        ms = statistics.median(prepared[arm])
+        print(f"{arm:<8} {median:>13.1f} {tokens:>11.0f} {median / text:>7.2f}x {ms:>11.1f}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--custom", action="store_true", help="custom tools' grammars")
     args = parser.parse_args()
     engine = LlamaCppEngine(bundled_model_path(), alias="bench", n_threads=args.threads)
     engine.load()
+    if args.custom:
+        await custom_main(engine, args.rounds, args.tokens)
+        return
     llm = Llama(model_path=str(bundled_model_path()), n_threads=args.threads, verbose=False)
     grammar = output_grammar(json_output=True, schema=SCHEMA)
     rates: dict[str, list[float]] = {"free": [], "schema": [], "stock": []}

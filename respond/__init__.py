@@ -1,71 +1,17 @@
 """respond: the OpenAI Responses API for local and self-hosted models.
 
-`create_app(engines)` is the server as an ASGI app; the engine seam (`respond.engines`)
-is re-exported here, so `from respond import Engine, TextDelta, ...` works too.
+`build_server(Settings(...))` builds what `respond serve` serves (`.run()` serves it, `.app` is
+the ASGI app); `create_app(engines)` is the bare app over engines of your own. The engine seam
+(`respond.engines`) is re-exported here, so `from respond import Engine, TextDelta, ...` works too.
 """
 
+from respond import engines as _engines
+from respond._config import Settings
+from respond._server import Server, build_server
 from respond._version import __version__
 from respond.app import create_app
-from respond.engines import (
-    ChatMessage,
-    ChatTurn,
-    ConstraintError,
-    ContextOverflowError,
-    Delta,
-    DeltaOrder,
-    Engine,
-    EngineError,
-    Finish,
-    FunctionSpec,
-    LoadReport,
-    ModelInfo,
-    OverloadedError,
-    ReasoningDelta,
-    Routing,
-    Sampling,
-    SchemaFormat,
-    TextDelta,
-    TokenLogprob,
-    ToolCall,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolChoice,
-    UnsupportedSchemaError,
-    UpstreamLoad,
-    Usage,
-    visible_tools,
-)
+from respond.engines import *  # noqa: F403
 
-__all__ = [
-    "ChatMessage",
-    "ChatTurn",
-    "ConstraintError",
-    "ContextOverflowError",
-    "Delta",
-    "DeltaOrder",
-    "Engine",
-    "EngineError",
-    "Finish",
-    "FunctionSpec",
-    "LoadReport",
-    "ModelInfo",
-    "OverloadedError",
-    "ReasoningDelta",
-    "Routing",
-    "Sampling",
-    "SchemaFormat",
-    "TextDelta",
-    "TokenLogprob",
-    "ToolCall",
-    "ToolCallArgumentsDelta",
-    "ToolCallEnd",
-    "ToolCallStart",
-    "ToolChoice",
-    "UnsupportedSchemaError",
-    "UpstreamLoad",
-    "Usage",
-    "__version__",
-    "create_app",
-    "visible_tools",
-]
+# The engine seam's names come from respond.engines.__all__ (listed once, in engines/_base.py).
+__all__ = ["Server", "Settings", "__version__", "build_server", "create_app"]
+__all__ += _engines.__all__

@@ -56,6 +56,8 @@ def _model_line(name: str, engine: Engine) -> str:
         facts.append(f"{report.slots} slot{'s' if report.slots != 1 else ''}")
     if info.upstreams:
         facts.append("via " + ", ".join(info.upstreams))
+    if info.chat_format:
+        facts.append(info.chat_format)
     failed = engine.load_error
     state = f"  NOT LOADED: {failed}" if failed else ""
     return f"{name} ({', '.join(facts)}){state}"

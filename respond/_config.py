@@ -1,4 +1,9 @@
-"""Settings: command-line flags > environment (RESPOND_*) > defaults."""
+"""Settings: one typed object for everything `respond serve` can be told.
+
+Each field a flag sets is listed once in respond/_flags.py (its flag, environment variable,
+config-file key and help); the default is the field's own, here. `build_server(settings)`
+(respond/_server.py) turns Settings into the running server.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,23 @@ from typing import Any, Literal
 
 from respond.protocol.limits import Limits
 
-__all__ = ["McpServerConfig", "McpSettings", "Settings", "Timeouts", "default_data_dir"]
+__all__ = [
+    "DEFAULTS",
+    "ConfigFile",
+    "EmbeddedModel",
+    "EmbeddingsUpstream",
+    "McpServerConfig",
+    "McpSettings",
+    "ModelEntry",
+    "Settings",
+    "Timeouts",
+    "UpstreamModel",
+    "default_data_dir",
+]
 
 
 def default_data_dir() -> Path:
-    """$RESPOND_DATA_DIR, else $XDG_DATA_HOME/respond, else ~/.local/share/respond."""
-    explicit = os.environ.get("RESPOND_DATA_DIR")
-    if explicit:
-        return Path(explicit)
+    """$XDG_DATA_HOME/respond, else ~/.local/share/respond ($RESPOND_DATA_DIR is the flag's)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "respond"
 
@@ -36,7 +50,12 @@ class Settings:
     n_slots: int = 4
     queue_max: int = 64
     n_batch: int = 512
-    api_keys: list[str] = field(default_factory=list)  # lines: "key" or "tenant:key"
+    cache_ram_mb: int = 8192  # the prompt cache beyond the slots (MiB of host RAM); 0: off
+    chat_format: str | None = None  # a format's name (--chat-format); None: from the template
+    chat_template_file: Path | None = None  # a Jinja file instead of the GGUF's own template
+    api_key: str | None = None
+    api_key_file: Path | None = None  # lines: "key" or "tenant:key"
+    api_keys: list[str] = field(default_factory=list)  # more such lines (no flag: for embedding)
     data_dir: Path = field(default_factory=default_data_dir)
     store_url: str | None = None  # None: SQLite in data_dir
     secret_key: str | None = None  # None: a key generated once in data_dir
@@ -44,9 +63,11 @@ class Settings:
     max_body_mb: int = 32
     max_file_mb: int = 64  # POST /v1/files: larger files get 413
     embedding_model: str | None = None  # a GGUF file; None: bundled MiniLM; "none": no model
-    limits: Limits = field(default_factory=Limits)  # request limits (docs/api.md#limits)
+    max_input_items: int = Limits.input_items  # request limits (docs/api.md#limits)
+    max_tools: int = Limits.tools
     n_predict: int | None = None  # max_output_tokens for requests that set none
     background_max: int = 4  # background runs one process runs at once; more wait queued
+    drain_timeout: float = 30.0  # on SIGTERM: seconds for work in flight to finish
     temperature: float = 1.0  # for requests that set none
     reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning
     log_level: str = "info"
@@ -59,6 +80,29 @@ class Settings:
     upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"
     mcp_allow: list[str] = field(default_factory=list)  # MCP URLs respond may connect to
     mcp_timeout: float = 60.0  # seconds, per MCP list or call
+    # The code_interpreter tool and the Containers API (docs/tools.md#code-interpreter).
+    code_interpreter: bool = False
+    code_interpreter_sandbox: Literal["namespaces", "limits-only"] = "namespaces"
+    code_interpreter_python: str | None = None  # None: the interpreter respond runs on
+    code_interpreter_user: str = "nobody"  # whom code runs as when respond is root
+    code_interpreter_timeout: float = 30.0  # wall-clock seconds per call
+    code_interpreter_cpu: int = 30  # CPU seconds per call
+    code_interpreter_memory_mb: int = 1024  # address space per process
+    code_interpreter_disk_mb: int = 256  # /mnt/data and /tmp of a call together
+    code_interpreter_processes: int = 32  # processes of the sandbox user
+    # The --config file as read once (set by the command line; None: read config_path).
+    config_file: ConfigFile | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(input_items=self.max_input_items, tools=self.max_tools)
+
+    def key_lines(self) -> list[str]:
+        """The API keys: --api-key, the lines of --api-key-file, api_keys. Raises OSError."""
+        lines = [self.api_key] if self.api_key else []
+        if self.api_key_file is not None:
+            lines += self.api_key_file.read_text().splitlines()
+        return lines + self.api_keys
 
 
 @dataclass(frozen=True)
@@ -69,6 +113,11 @@ class Timeouts:
     first_byte: float = 120.0
     idle: float = 60.0
     probe_interval: float = 5.0
+
+
+# Every default, once: the flags (_flags.py), the config file's tables, create_app and the
+# classes it builds take theirs from here.
+DEFAULTS = Settings()
 
 
 @dataclass(frozen=True)
@@ -87,4 +136,67 @@ class McpServerConfig:
 class McpSettings:
     servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     allow: tuple[str, ...] = ()  # URL or host patterns (hosted/egress.py)
+    timeout: float = DEFAULTS.mcp_timeout
+
+
+# ---------------------------------------------------------------- what a --config file says
+# (read and checked by _config_file.py)
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    alias: str
+    gguf: Path | None  # None: the bundled model
+    ctx_size: int = DEFAULTS.n_ctx  # an embedded model's table: what the flags default to
+    threads: int | None = None
+    seed: int | None = None
+    parallel: int = DEFAULTS.n_slots
+    queue_max: int = DEFAULTS.queue_max
+    chat_template_file: Path | None = None  # None: the GGUF's own template
+    cache_ram: int = DEFAULTS.cache_ram_mb
+
+
+@dataclass(frozen=True)
+class UpstreamModel:
+    alias: str
+    urls: tuple[str, ...]
+    api: Literal["chat", "responses"] = "chat"
+    model: str | None = None  # the name upstream; None: the alias
+    api_key: str | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_reasoning: bool = True
+    vision: bool = True
+    forced_calls: Literal["structured", "native"] = "structured"
+    grammars: Literal["auto", "gbnf", "check"] = "auto"
+    context_window: int | None = None
+
+    @property
+    def upstream_model(self) -> str:
+        return self.model or self.alias
+
+
+ModelEntry = EmbeddedModel | UpstreamModel
+
+
+@dataclass(frozen=True)
+class EmbeddingsUpstream:
+    url: str
+    model: str  # the name upstream
+    name: str  # the name clients send as `model`
+    api_key: str | None = None
     timeout: float = 60.0
+    max_chars: int | None = None  # cut each text to this many characters before sending
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """What one config file says, every table read from one parse."""
+
+    path: Path
+    serve: Mapping[str, Any] = field(default_factory=dict)  # checked by respond/_flags.py
+    models: list[ModelEntry] = field(default_factory=list)  # none: the flags choose the model
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    mcp_allow: tuple[str, ...] = ()
+    mcp_timeout: float | None = None  # None: --mcp-timeout's
+    embeddings: EmbeddingsUpstream | None = None

@@ -1,4 +1,7 @@
-"""`respond serve --config respond.toml`: the table of models, validated on start.
+"""`respond serve --config respond.toml`: read once and validated on start.
+
+A `[serve]` table sets any of `respond serve`'s settings by its long flag's name (`ctx_size = 8192`
+for `--ctx-size`; respond/_flags.py lists them); a flag or an environment variable beats it.
 
 Each `[models.NAME]` table is either an embedded GGUF (`gguf = "bundled"` or a path) or
 an upstream pool (`upstream = "http://host:8000/v1"` or a list of base URLs). Every
@@ -18,21 +21,36 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from respond._config import McpServerConfig, McpSettings, Timeouts
+from respond._config import (
+    DEFAULTS,
+    ConfigFile,
+    EmbeddedModel,
+    EmbeddingsUpstream,
+    McpServerConfig,
+    McpSettings,
+    ModelEntry,
+    Settings,
+    Timeouts,
+    UpstreamModel,
+)
 
+# The types a file's tables become live in _config.py (beside Settings); named here too.
 __all__ = [
     "ConfigError",
+    "ConfigFile",
     "EmbeddedModel",
     "EmbeddingsUpstream",
     "ModelEntry",
     "UpstreamModel",
+    "config_of",
     "load_config",
     "load_embeddings_config",
     "load_mcp_config",
+    "mcp_settings",
+    "read_config",
 ]
 
 
@@ -40,50 +58,17 @@ class ConfigError(ValueError):
     """The config file is wrong; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
-class EmbeddedModel:
-    alias: str
-    gguf: Path | None  # None: the bundled model
-    ctx_size: int = 4096
-    threads: int | None = None
-    seed: int | None = None
-    parallel: int = 4  # slots
-    queue_max: int = 64
-
-
-@dataclass(frozen=True)
-class UpstreamModel:
-    alias: str
-    urls: tuple[str, ...]
-    api: Literal["chat", "responses"] = "chat"
-    model: str | None = None  # the name upstream; None: the alias
-    api_key: str | None = None
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    send_reasoning: bool = True
-    vision: bool = True
-    forced_calls: Literal["structured", "native"] = "structured"
-    context_window: int | None = None
-
-    @property
-    def upstream_model(self) -> str:
-        return self.model or self.alias
-
-
-ModelEntry = EmbeddedModel | UpstreamModel
-
-
-@dataclass(frozen=True)
-class EmbeddingsUpstream:
-    url: str
-    model: str  # the name upstream
-    name: str  # the name clients send as `model`
-    api_key: str | None = None
-    timeout: float = 60.0
-    max_chars: int | None = None  # cut each text to this many characters before sending
-
-
-_EMBEDDED_KEYS = {"gguf", "ctx_size", "threads", "seed", "parallel", "queue_max"}
+_TABLES = ("serve", "models", "mcp", "embeddings")
+_EMBEDDED_KEYS = {
+    "gguf",
+    "ctx_size",
+    "threads",
+    "seed",
+    "parallel",
+    "queue_max",
+    "chat_template_file",
+    "cache_ram",
+}
 _UPSTREAM_KEYS = {
     "upstream",
     "api",
@@ -95,6 +80,7 @@ _UPSTREAM_KEYS = {
     "send_reasoning",
     "vision",
     "forced_calls",
+    "grammars",
     "context_window",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
@@ -103,26 +89,66 @@ _MCP_KEYS = {"servers", "allow", "timeout"}
 _MCP_SERVER_KEYS = {"url", "headers", "require_approval", "description"}
 
 
+def read_config(path: Path) -> ConfigFile:
+    """The whole file, read and checked once. Raises ConfigError naming the key."""
+    data = _read(path)
+    reader = _Reader(str(path))
+    models = reader.models(data)
+    serve = data.get("serve", {})
+    if not isinstance(serve, dict):
+        raise reader.fail("serve", "must be a table of respond serve's settings")
+    servers, allow, timeout = reader.mcp(data.get("mcp", {}))
+    embeddings = data.get("embeddings")
+    return ConfigFile(
+        path=path,
+        serve=serve,
+        models=models,
+        mcp_servers=servers,
+        mcp_allow=allow,
+        mcp_timeout=timeout,
+        embeddings=None if embeddings is None else reader.embeddings(embeddings),
+    )
+
+
+def config_of(settings: Settings) -> ConfigFile | None:
+    """The settings' config file: as already read, else read now; None without one."""
+    if settings.config_file is not None or settings.config_path is None:
+        return settings.config_file
+    return read_config(settings.config_path)
+
+
+def mcp_settings(
+    config: ConfigFile | None,
+    *,
+    allow: tuple[str, ...] = (),
+    timeout: float = DEFAULTS.mcp_timeout,
+) -> McpSettings:
+    """The [mcp] table, with the command line's allow patterns added to the file's (the file's
+    timeout, when it sets one, wins over the command line's)."""
+    if config is None:
+        return McpSettings(allow=allow, timeout=timeout)
+    return McpSettings(
+        servers=config.mcp_servers,
+        allow=(*config.mcp_allow, *allow),
+        timeout=timeout if config.mcp_timeout is None else config.mcp_timeout,
+    )
+
+
 def load_config(path: Path) -> list[ModelEntry]:
-    """The models of a config file (none when it holds only an [mcp] table)."""
-    return _Reader(str(path)).models(_read(path))
+    """The models of a config file (none when it holds no [models] table)."""
+    return read_config(path).models
 
 
 def load_mcp_config(
-    path: Path | None, *, allow: tuple[str, ...] = (), timeout: float = 60.0
+    path: Path | None, *, allow: tuple[str, ...] = (), timeout: float = DEFAULTS.mcp_timeout
 ) -> McpSettings:
     """The [mcp] table, with the command line's allow patterns added to the file's."""
-    if path is None:
-        return McpSettings(allow=allow, timeout=timeout)
-    return _Reader(str(path)).mcp(_read(path).get("mcp", {}), allow, timeout)
+    return mcp_settings(None if path is None else read_config(path), allow=allow, timeout=timeout)
 
 
 def load_embeddings_config(path: Path | None) -> EmbeddingsUpstream | None:
     """The [embeddings] table; None when there is no file or it has none."""
-    if path is None:
-        return None
-    table = _read(path).get("embeddings")
-    return None if table is None else _Reader(str(path)).embeddings(table)
+    return None if path is None else read_config(path).embeddings
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -142,13 +168,13 @@ class _Reader:
         return ConfigError(f"{self.source}: {key}: {message}")
 
     def models(self, data: Mapping[str, Any]) -> list[ModelEntry]:
-        unknown = set(data) - {"models", "mcp", "embeddings"}
+        unknown = set(data) - set(_TABLES)
         if unknown:
             raise self.fail(
                 sorted(unknown)[0],
-                "unknown key (expected [models.NAME], [mcp] and [embeddings] tables)",
+                "unknown key (expected [serve], [models.NAME], [mcp] and [embeddings] tables)",
             )
-        if "models" not in data and ("mcp" in data or "embeddings" in data):
+        if "models" not in data and any(table in data for table in _TABLES):
             return []
         models = data.get("models")
         if not isinstance(models, dict) or not models:
@@ -173,11 +199,21 @@ class _Reader:
         return EmbeddedModel(
             alias=alias,
             gguf=path,
-            ctx_size=self.integer(f"{key}.ctx_size", table.get("ctx_size", 4096), minimum=256),
+            ctx_size=self.integer(
+                f"{key}.ctx_size", table.get("ctx_size", DEFAULTS.n_ctx), minimum=256
+            ),
             threads=self.optional_int(f"{key}.threads", table.get("threads")),
             seed=self.optional_int(f"{key}.seed", table.get("seed"), minimum=None),
-            parallel=self.integer(f"{key}.parallel", table.get("parallel", 4)),
-            queue_max=self.integer(f"{key}.queue_max", table.get("queue_max", 64), minimum=0),
+            parallel=self.integer(f"{key}.parallel", table.get("parallel", DEFAULTS.n_slots)),
+            queue_max=self.integer(
+                f"{key}.queue_max", table.get("queue_max", DEFAULTS.queue_max), minimum=0
+            ),
+            chat_template_file=self.optional_file(
+                f"{key}.chat_template_file", table.get("chat_template_file")
+            ),
+            cache_ram=self.integer(
+                f"{key}.cache_ram", table.get("cache_ram", DEFAULTS.cache_ram_mb), minimum=0
+            ),
         )
 
     def upstream(self, key: str, alias: str, table: dict[str, Any]) -> UpstreamModel:
@@ -205,6 +241,11 @@ class _Reader:
             raise self.fail(
                 f"{key}.forced_calls", f'must be "structured" or "native", got {forced!r}'
             )
+        grammars = table.get("grammars", "auto")
+        if grammars not in ("auto", "gbnf", "check"):
+            raise self.fail(
+                f"{key}.grammars", f'must be "auto", "gbnf" or "check", got {grammars!r}'
+            )
         return UpstreamModel(
             alias=alias,
             urls=tuple(u.rstrip("/") for u in urls),
@@ -216,6 +257,7 @@ class _Reader:
             send_reasoning=self.boolean(f"{key}.send_reasoning", table.get("send_reasoning", True)),
             vision=self.boolean(f"{key}.vision", table.get("vision", True)),
             forced_calls=cast(Literal["structured", "native"], forced),
+            grammars=cast(Literal["auto", "gbnf", "check"], grammars),
             context_window=self.context_window(key, table),
         )
 
@@ -275,13 +317,15 @@ class _Reader:
 
     # ------------------------------------------------------------ mcp
 
-    def mcp(self, table: Any, allow: tuple[str, ...], timeout: float) -> McpSettings:
+    def mcp(self, table: Any) -> tuple[dict[str, McpServerConfig], tuple[str, ...], float | None]:
+        """The [mcp] table's servers, allow patterns and timeout (None: not set)."""
         if not isinstance(table, dict):
             raise self.fail("mcp", "must be a table")
         self.known("mcp", table, _MCP_KEYS)
         patterns = table.get("allow", [])
         if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
             raise self.fail("mcp.allow", 'must be a list of URL or host patterns, like ["*.corp"]')
+        timeout = None
         if "timeout" in table:
             value = table["timeout"]
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -290,14 +334,11 @@ class _Reader:
         servers = table.get("servers", {})
         if not isinstance(servers, dict):
             raise self.fail("mcp.servers", "must be a table of [mcp.servers.NAME] tables")
-        return McpSettings(
-            servers={
-                name: self.mcp_server(f"mcp.servers.{name}", name, server)
-                for name, server in servers.items()
-            },
-            allow=(*patterns, *allow),
-            timeout=timeout,
-        )
+        configured = {
+            name: self.mcp_server(f"mcp.servers.{name}", name, server)
+            for name, server in servers.items()
+        }
+        return configured, tuple(patterns), timeout
 
     def mcp_server(self, key: str, name: str, table: Any) -> McpServerConfig:
         if not isinstance(table, dict):
@@ -338,6 +379,14 @@ class _Reader:
 
     def optional_str(self, key: str, value: Any) -> str | None:
         return None if value is None else self.string(key, value)
+
+    def optional_file(self, key: str, value: Any) -> Path | None:
+        if value is None:
+            return None
+        path = Path(self.string(key, value)).expanduser()
+        if not path.is_file():
+            raise self.fail(key, f"file not found: {path}")
+        return path
 
     def boolean(self, key: str, value: Any) -> bool:
         if not isinstance(value, bool):

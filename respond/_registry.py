@@ -10,7 +10,7 @@ from typing import Literal
 import httpx
 
 from respond._config import Settings, Timeouts
-from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, load_config
+from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, config_of
 from respond.engines import Engine
 from respond.engines.upstream import (
     ChatCompletionsEngine,
@@ -37,11 +37,11 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
         from respond._config_file import ConfigError
 
         try:
-            entries = load_config(settings.config_path)
+            config = config_of(settings)
         except ConfigError as exc:
             raise SystemExit(f"respond: {exc}") from exc
-        if entries:  # a file with only an [mcp] table leaves the models to the flags
-            return _from_entries(entries)
+        if config is not None and config.models:  # else the flags choose the model
+            return _from_entries(config.models)
     if settings.upstreams:
         return _from_flags(settings)
     return _from_entries([EmbeddedModel(alias="", gguf=settings.model_path)], settings)
@@ -82,6 +82,9 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         if not path.is_file():
             raise SystemExit(f"respond: model file not found: {path}")
         default_alias = path.stem
+    template = entry.chat_template_file if settings is None else settings.chat_template_file
+    if template is not None and not template.is_file():
+        raise SystemExit(f"respond: chat template file not found: {template}")
     if settings is None:  # from a config file: the table name is the alias
         return LlamaCppEngine(
             path,
@@ -91,6 +94,8 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
             seed=entry.seed,
             n_slots=entry.parallel,
             queue_max=entry.queue_max,
+            chat_template_file=template,
+            cache_ram_mb=entry.cache_ram,
         )
     return LlamaCppEngine(
         path,
@@ -101,6 +106,9 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         n_slots=settings.n_slots,
         queue_max=settings.queue_max,
         n_batch=settings.n_batch,
+        chat_format=settings.chat_format,
+        chat_template_file=template,
+        cache_ram_mb=settings.cache_ram_mb,
     )
 
 
@@ -120,6 +128,7 @@ def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
             max_tokens_param=entry.max_tokens_param,
             send_reasoning=entry.send_reasoning,
             forced_calls=entry.forced_calls,
+            grammars=entry.grammars,
             context_window=entry.context_window,
         ),
         vision=entry.vision,

@@ -16,10 +16,12 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from respond._access import AccessLog
-from respond._config import McpSettings
+from respond._config import DEFAULTS, McpSettings
+from respond._drain import Drain, DrainGate
 from respond._version import __version__
 from respond.api import (
     chat,
+    containers,
     conversations,
     embeddings,
     files,
@@ -32,8 +34,9 @@ from respond.api import (
     websocket,
 )
 from respond.api._common import KeyRing
+from respond.containers import ContainerService, Sandbox
 from respond.engines._base import Engine
-from respond.files import DEFAULT_MAX_FILE_MB, Embedder, make_file_service
+from respond.files import Embedder, make_file_service
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
@@ -43,7 +46,7 @@ from respond.responses.history import History
 from respond.responses.hosted.mcp import McpTools
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
-from respond.store.base import Store
+from respond.store.base import Store, StoreFullError, StoreUnavailableError
 from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
@@ -59,20 +62,26 @@ def create_app(
     keys: KeyRing | None = None,
     recorder: ResponseRecorder | None = None,
     store: Store | None = None,
-    max_body_mb: int = 32,
+    max_body_mb: int = DEFAULTS.max_body_mb,
     sealer: Sealer | None = None,
-    n_predict: int | None = None,
-    background_max: int = 4,
-    temperature: float = 1.0,
+    n_predict: int | None = DEFAULTS.n_predict,
+    background_max: int = DEFAULTS.background_max,
+    temperature: float = DEFAULTS.temperature,
     limits: Limits | None = None,
-    metrics_auth: bool = False,
+    metrics_auth: bool = DEFAULTS.metrics_auth,
     on_ready: Callable[[], Awaitable[None]] | None = None,
     mcp: McpSettings | None = None,
-    reasoning_events: ReasoningEvents = "openai",
-    max_file_mb: int = DEFAULT_MAX_FILE_MB,
+    reasoning_events: ReasoningEvents = DEFAULTS.reasoning_events,
+    max_file_mb: int = DEFAULTS.max_file_mb,
     embedder: Embedder | None = None,
+    drain: Drain | None = None,
+    sandbox: Sandbox | None = None,
 ) -> FastAPI:
-    """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner)."""
+    """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner).
+
+    Each setting left out is `respond serve`'s default (the `Settings` field's); `limits`,
+    `mcp` and `drain` default to theirs too (`build_server` passes every one of them).
+    `sandbox` (--code-interpreter) runs the code_interpreter tool; None: it is not run."""
     meters = Metrics(engines)
     if store is not None:
         store.observer = meters.observe_store
@@ -83,12 +92,15 @@ def create_app(
         history=history,
         n_predict=n_predict,
         temperature=temperature,
-        limits=limits,
+        limits=limits or DEFAULTS.limits,
         metrics=meters,
         mcp=McpTools(mcp),
         reasoning_events=reasoning_events,
     )
     runs = Runs(service, store, background_max=background_max) if store is not None else None
+    drain = drain or Drain(DEFAULTS.drain_timeout)
+    if runs is not None:
+        drain.on_begin(runs.stop_claiming)  # queued runs are left to the other replicas
     file_service = (
         make_file_service(
             store,
@@ -100,6 +112,7 @@ def create_app(
         if runs is not None
         else None
     )
+    code = _containers(store, sandbox, max_file_mb)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -114,6 +127,8 @@ def create_app(
             ]
             if file_service is not None:  # files left in_progress by a stopped process too
                 upkeep.append(asyncio.ensure_future(file_service.indexer.run_forever()))
+            if code is not None:
+                upkeep.append(asyncio.ensure_future(code.sweep_forever()))
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
@@ -124,12 +139,14 @@ def create_app(
         watcher.cancel()  # it may still wait for a socket that never opened
         for task in tasks:
             await task
-        for engine in engines.values():
-            await engine.aclose()
         for chore in upkeep:
             chore.cancel()
-        if store is not None and runs is not None:
-            await runs.shutdown()
+        if runs is not None:  # before the engines close: a draining run may still finish
+            await runs.shutdown(drain_seconds=drain.remaining())
+        for engine in engines.values():
+            await engine.aclose()
+        await drain.settled()  # requests cut at shutdown record themselves first
+        if store is not None:
             await store.close()
 
     # The docs pages' scripts are served by respond itself (fastapi-offline): no CDN.
@@ -142,12 +159,15 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.responses = service
+    app.state.drain = drain
     app.state.runs = runs
     app.state.keys = keys or KeyRing()
     app.state.store = store
     app.state.history = history
     app.state.files = file_service
     service.file_search.service = file_service
+    app.state.containers = code
+    service.code_interpreter.service = code
     app.state.embedder = embedder
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
@@ -161,6 +181,7 @@ def create_app(
     app.include_router(models.router)
     app.include_router(files.router)
     app.include_router(vector_stores.router)
+    app.include_router(containers.router)
     app.include_router(embeddings.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
@@ -176,6 +197,24 @@ def create_app(
                 request, exc.status, exc.message, exc.__cause__, headers=exc.headers
             )
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(StoreFullError)
+    async def _store_full(request: Request, exc: StoreFullError) -> JSONResponse:
+        log.error("refused %s %s: %s", request.method, request.url.path, exc)
+        if anthropic(request):
+            return messages.error_response(request, 507, str(exc))
+        return JSONResponse(
+            error_body(str(exc), type="server_error", code="storage_full"), status_code=507
+        )
+
+    @app.exception_handler(StoreUnavailableError)
+    async def _store_unavailable(request: Request, exc: StoreUnavailableError) -> JSONResponse:
+        log.warning("refused %s %s: %s", request.method, request.url.path, exc)
+        retry = {"Retry-After": "1"}
+        if anthropic(request):
+            return messages.error_response(request, 503, str(exc), headers=retry)
+        body = error_body(str(exc), type="server_error", code="store_unavailable")
+        return JSONResponse(body, status_code=503, headers=retry)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -203,8 +242,28 @@ def create_app(
         body = error_body(message, type="server_error", code="server_error")
         return JSONResponse(body, status_code=500)
 
-    app.add_middleware(AccessLog, metrics=meters)
+    app.add_middleware(DrainGate, drain=drain)
+    app.add_middleware(AccessLog, metrics=meters)  # outermost: refusals are logged too
     return app
+
+
+def _containers(
+    store: Store | None, sandbox: Sandbox | None, max_file_mb: int
+) -> ContainerService | None:
+    """The containers of the code_interpreter tool: with a sandbox and a SQL store."""
+    from respond.store.containers import ContainerStore
+    from respond.store.files import FileStore
+    from respond.store.sql import SQLStore
+
+    if sandbox is None or not isinstance(store, SQLStore):
+        return None
+    return ContainerService(
+        ContainerStore(store),
+        FileStore(store),
+        sandbox,
+        sandbox.root.parent,
+        max_file_bytes=max_file_mb * 1024 * 1024,
+    )
 
 
 # Every error has a code: routing errors too.

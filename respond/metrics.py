@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from respond.engines._base import (
     Delta,
     Engine,
+    PromptCacheLoad,
     ReasoningDelta,
     TextDelta,
     ToolCallArgumentsDelta,
@@ -40,7 +41,15 @@ RATIO_BUCKETS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0)
 # Deltas that are model output (what TTFT and the token gaps time).
 OUTPUT_DELTAS = (TextDelta, ReasoningDelta, ToolCallStart, ToolCallArgumentsDelta)
 # Output items that are tool calls handed back to the client to execute.
-CLIENT_TOOL_CALLS = ("function_call", "custom_tool_call")
+CLIENT_TOOL_CALLS = (
+    "function_call",
+    "custom_tool_call",
+    "shell_call",
+    "local_shell_call",
+    "apply_patch_call",
+    "computer_call",
+    "tool_search_call",  # a client's (execution "client"); respond's own are not counted
+)
 
 
 class Metrics:
@@ -183,7 +192,7 @@ class RunClock:
                 m.cache_reuse.labels(model).observe(cached / usage.input_tokens)
         for item in response.output:
             kind = getattr(item, "type", None)
-            if kind in CLIENT_TOOL_CALLS:
+            if kind in CLIENT_TOOL_CALLS and getattr(item, "execution", "client") == "client":
                 m.tool_calls.labels(kind, "returned").inc()
 
 
@@ -222,6 +231,7 @@ class EngineCollector(Collector):
             "Requests that moved on from this upstream to another pool member.",
             labels=["upstream"],
         )
+        cache = _PromptCacheFamilies()
         seen: set[str] = set()  # models sharing a pool report its members once
         for name, engine in self.engines.items():
             report = engine.load_report()
@@ -231,6 +241,8 @@ class EngineCollector(Collector):
                 slots.add_metric([name], report.slots)
                 busy.add_metric([name], report.busy_slots)
                 queued.add_metric([name], report.queued)
+            if report.prompt_cache is not None:
+                cache.add(name, report.prompt_cache)
             for member in report.upstreams:
                 if member.url in seen:
                     continue
@@ -239,4 +251,55 @@ class EngineCollector(Collector):
                 up.add_metric([member.url], 1 if member.healthy else 0)
                 failures.add_metric([member.url], member.failures)
                 failovers.add_metric([member.url], member.failovers)
-        return [queued, busy, slots, in_flight, up, failures, failovers]
+        return [queued, busy, slots, in_flight, up, failures, failovers, *cache.families()]
+
+
+class _PromptCacheFamilies:
+    """The prompt cache beyond the slots (the embedded engine's --cache-ram), per model."""
+
+    def __init__(self) -> None:
+        def gauge(name: str, text: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(f"respond_prompt_cache_{name}", text, labels=["model"])
+
+        def counter(name: str, text: str) -> CounterMetricFamily:
+            return CounterMetricFamily(f"respond_prompt_cache_{name}", text, labels=["model"])
+
+        self.bytes = gauge("bytes", "Bytes of KV state the prompt cache holds in host RAM.")
+        self.limit = gauge("limit_bytes", "The prompt cache's bound (--cache-ram); 0: off.")
+        self.entries = gauge("entries", "Saved sequences the prompt cache holds.")
+        self.hits = counter("hits", "Prompts whose prefix was restored from the prompt cache.")
+        self.misses = counter(
+            "misses", "Prompts the slots did not hold that the prompt cache could not restore."
+        )
+        self.saves = counter("saves", "Sequences saved as they left their slot.")
+        self.evictions = counter("evictions", "Saved sequences dropped for room.")
+        self.restored = counter(
+            "restored_tokens", "Prompt tokens restored from the prompt cache, not evaluated."
+        )
+        self.failures = counter(
+            "restore_failures", "Restores llama.cpp refused (the prompt was evaluated instead)."
+        )
+
+    def add(self, model: str, load: PromptCacheLoad) -> None:
+        self.bytes.add_metric([model], load.bytes)
+        self.limit.add_metric([model], load.limit_bytes)
+        self.entries.add_metric([model], load.entries)
+        self.hits.add_metric([model], load.hits)
+        self.misses.add_metric([model], load.misses)
+        self.saves.add_metric([model], load.saves)
+        self.evictions.add_metric([model], load.evictions)
+        self.restored.add_metric([model], load.restored_tokens)
+        self.failures.add_metric([model], load.failures)
+
+    def families(self) -> list[Metric]:
+        return [
+            self.bytes,
+            self.limit,
+            self.entries,
+            self.hits,
+            self.misses,
+            self.saves,
+            self.evictions,
+            self.restored,
+            self.failures,
+        ]

@@ -2,15 +2,20 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
 
+from tests.support import outside, processes
 from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
 from tests.support.stores import PG_URL, pg_address
+
+# Nothing the suite reads may lie beside the checkout: a fresh clone has nothing there.
+sys.addaudithook(outside.record)
 
 # Each suite is a folder; `pytest -m unit` runs the fast one alone.
 _SUITES = ("unit", "e2e", "clients")
@@ -25,6 +30,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Outside CI a machine may have no PostgreSQL; in CI (CI=true) the tests must run.
         if pg_reason and item.get_closest_marker("pg") and not os.environ.get("CI"):
             item.add_marker(pytest.mark.skip(reason=pg_reason))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of the session's fixtures
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    failures = []
+    if outside.reads:
+        failures.append(
+            f"read beside the checkout {outside.CHECKOUT}: {sorted(set(outside.reads))}"
+        )
+    left = processes.stop_all()
+    if left:
+        failures.append(f"left processes running (stopped now): {left}")
+    if failures:
+        print("\nThe tests " + "\nThe tests ".join(failures))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _pg_unreachable() -> str | None:

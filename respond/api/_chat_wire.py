@@ -48,6 +48,7 @@ from respond.protocol.requests import (
     TextParam,
 )
 from respond.protocol.resource import ResponseResource, ResponseUsage
+from respond.protocol.tools import FunctionTool, Tool
 from respond.responses.run import PreparedRun
 
 __all__ = ["ChatRequest", "chunks", "completion", "to_request"]
@@ -228,9 +229,9 @@ def _part(part: Any, where: str, assistant: bool) -> Any:
     )
 
 
-def _tools(tools: list[JSON], places: dict[str, str]) -> list[JSON]:
+def _tools(tools: list[JSON], places: dict[str, str]) -> list[Tool]:
     """Function tools, flattened to the Responses shape; other types are not run (as before)."""
-    out: list[JSON] = []
+    out: list[Tool] = []
     for index, tool in enumerate(tools):
         if tool.get("type") != "function":
             continue
@@ -242,16 +243,18 @@ def _tools(tools: list[JSON], places: dict[str, str]) -> list[JSON]:
         places[ours] = where
         for name in _FUNCTION_FIELDS:
             places[f"{ours}.{name}"] = f"{where}.function.{name}"
-        out.append(
-            {
-                "type": "function",
-                "name": function.get("name"),
-                "description": function.get("description"),
-                "parameters": function.get("parameters"),
-                # Chat Completions functions are not strict unless they say so.
-                "strict": bool(function.get("strict", False)),
-            }
-        )
+        data = {
+            "type": "function",
+            "name": function.get("name"),
+            "description": function.get("description"),
+            "parameters": function.get("parameters"),
+            # Chat Completions functions are not strict unless they say so.
+            "strict": bool(function.get("strict", False)),
+        }
+        try:
+            out.append(FunctionTool.model_validate(data))
+        except ValidationError as exc:
+            raise _invalid_at(exc, data, f"{where}.function", "name") from None
     return out
 
 
@@ -295,11 +298,16 @@ def _text_format(fmt: JSON | None, places: dict[str, str]) -> TextFormat:
     try:
         return TextFormatJsonSchema.model_validate(data)
     except ValidationError as exc:
-        error = from_validation_error(exc, data)
-        field_name = error.param or "schema"
-        error.param = f"response_format.json_schema.{field_name}"
-        error.message = error.message.replace(f"'{field_name}'", f"'{error.param}'")
-        raise error from None
+        raise _invalid_at(exc, data, "response_format.json_schema", "schema") from None
+
+
+def _invalid_at(exc: ValidationError, data: JSON, where: str, default: str) -> APIError:
+    """A translated object's validation error, named at `where` in the chat body."""
+    error = from_validation_error(exc, data)
+    field_name = error.param or default
+    error.param = f"{where}.{field_name}"
+    error.message = error.message.replace(f"'{field_name}'", f"'{error.param}'")
+    return error
 
 
 # ---------------------------------------------------------------- out

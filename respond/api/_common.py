@@ -21,6 +21,7 @@ from respond.protocol.errors import APIError
 from respond.protocol.limits import Limits, load_json
 from respond.protocol.resource import ResponseResource
 from respond.responses.run import PreparedRun, Responses
+from respond.store.base import StoreFullError, StoreUnavailableError
 
 __all__ = [
     "SSE_HEADERS",
@@ -186,6 +187,10 @@ async def run_to_end(request: Request, service: Responses, run: PreparedRun) -> 
         raise APIError(
             run.failure_status, final.error.message, code=final.error.code, param=run.failure_param
         )
+    if isinstance(run.unsaved, StoreFullError | StoreUnavailableError):
+        raise run.unsaved  # made, but not kept: nothing to acknowledge
+    if run.unsaved is not None:
+        raise APIError(500, "The response was made but could not be stored.", code="server_error")
     return final
 
 

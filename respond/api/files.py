@@ -22,7 +22,7 @@ from respond.protocol.limits import check_id
 from respond.protocol.state import Deleted
 from respond.store.base import ListQuery, UnknownCursorError
 
-__all__ = ["file_service", "router"]
+__all__ = ["file_service", "read_limited", "router", "too_large", "upload_name"]
 
 router = APIRouter(route_class=JSONRoute, tags=["files"])
 
@@ -69,7 +69,7 @@ def file_service(request: Request, kind: str = KIND, object_id: str | None = Non
 async def upload_file(request: Request) -> JSONResponse:
     tenant = tenant_of(request)
     service = file_service(request)
-    await _read_limited(request, service.max_file_bytes + FORM_OVERHEAD)
+    await read_limited(request, service.max_file_bytes + FORM_OVERHEAD)
     try:
         form = await request.form(max_files=1, max_fields=16)
     except MultiPartException as exc:
@@ -85,7 +85,7 @@ async def upload_file(request: Request) -> JSONResponse:
     purpose = _purpose(form.get("purpose"))
     content = await upload.read()
     if len(content) > service.max_file_bytes:
-        raise _too_large(service.max_file_bytes)
+        raise too_large(service.max_file_bytes)
     now = int(time.time())
     file = {
         "id": new_id("file"),
@@ -95,7 +95,7 @@ async def upload_file(request: Request) -> JSONResponse:
         "expires_at": _expires_at(
             form.get("expires_after[anchor]"), form.get("expires_after[seconds]"), now
         ),
-        "filename": _filename(upload.filename),
+        "filename": upload_name(upload.filename),
         "purpose": purpose,
         "status": "processed",
         "status_details": None,
@@ -104,20 +104,20 @@ async def upload_file(request: Request) -> JSONResponse:
     return JSONResponse(file)
 
 
-async def _read_limited(request: Request, max_bytes: int) -> None:
+async def read_limited(request: Request, max_bytes: int) -> None:
     """Read the body under the size limit (413), before any of it is parsed."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise _too_large(max_bytes - FORM_OVERHEAD)
+        raise too_large(max_bytes - FORM_OVERHEAD)
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
         if len(raw) > max_bytes:
-            raise _too_large(max_bytes - FORM_OVERHEAD)
+            raise too_large(max_bytes - FORM_OVERHEAD)
     request._body = bytes(raw)  # what request.form() parses (Starlette reads it from here)
 
 
-def _too_large(max_bytes: int) -> APIError:
+def too_large(max_bytes: int) -> APIError:
     return APIError(
         413,
         f"The file is larger than the {max_bytes // (1024 * 1024)} MiB limit (--max-file-mb).",
@@ -160,7 +160,7 @@ def _expires_at(anchor: object, seconds: object, now: int) -> int | None:
     return now + int(seconds)
 
 
-def _filename(name: str | None) -> str:
+def upload_name(name: str | None) -> str:
     name = (name or "").rsplit("/", 1)[-1].strip()
     if not name:
         return "upload"

@@ -13,9 +13,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from respond.api._common import tenant_of
+from respond.engines._base import not_ready
 from respond.files import Embedder
 from respond.protocol.errors import error_body
 from respond.responses.run import Responses
+from respond.store.base import Store, StoreFullError, StoreUnavailableError
 
 router = APIRouter()
 
@@ -39,6 +41,7 @@ async def list_models(request: Request) -> dict[str, Any]:
                     "n_ctx": info.context_window,
                     "backend": info.backend,
                     **({"upstreams": list(info.upstreams)} if info.upstreams else {}),
+                    **({"chat_format": info.chat_format} if info.chat_format else {}),
                 },
             }
         )
@@ -74,16 +77,22 @@ async def health(request: Request) -> JSONResponse:
     service: Responses = request.app.state.responses
     for engine in service.engines.values():
         if not engine.ready:
-            failed = engine.load_error
-            message = failed or f"Model '{engine.info.id}' is loading."
-            body = error_body(
-                message,
-                type="server_error",
-                code="model_unavailable" if failed else "model_loading",
-            )
+            failed = engine.load_error is not None
+            error = not_ready(engine)
+            body = error_body(error.message, type="server_error", code=error.code)
             return JSONResponse(
-                {"status": "error" if failed else "loading", **body}, status_code=503
+                {"status": "error" if failed else "loading", **body}, status_code=error.status
             )
+    store: Store | None = request.app.state.store
+    if store is not None and store.full:  # nothing can be saved until space returns
+        full = error_body(str(StoreFullError()), type="server_error", code="storage_full")
+        return JSONResponse({"status": "error", "store": "full", **full}, status_code=503)
+    if store is not None and store.unreachable:  # until a transaction gets through again
+        cause = "its database does not answer"
+        down = error_body(
+            str(StoreUnavailableError(cause)), type="server_error", code="store_unavailable"
+        )
+        return JSONResponse({"status": "error", "store": "unavailable", **down}, status_code=503)
     return await _upstream_health(service)
 
 

@@ -34,6 +34,7 @@ from respond.responses.background import Runs
 from respond.responses.compaction import compact
 from respond.responses.replay import follow
 from respond.responses.run import PreparedRun, Responses
+from respond.store.base import Store, StoreFullError
 
 router = APIRouter(route_class=JSONRoute, tags=["responses"])
 
@@ -43,6 +44,9 @@ async def create_response(request: Request, body: CreateResponseBody) -> Respons
     """Create a response: JSON, or Server-Sent Events with `stream: true`."""
     tenant = tenant_of(request)
     service: Responses = request.app.state.responses
+    store: Store | None = request.app.state.store
+    if store is not None and store.full and body.store is not False:
+        raise StoreFullError()  # refused before generating what could not be kept
     run = await service.prepare(body, tenant=tenant)
     request.state.model = run.resource.model  # for the access log and /metrics
     if body.background:

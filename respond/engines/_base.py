@@ -31,9 +31,11 @@ __all__ = [
     "EngineError",
     "Finish",
     "FunctionSpec",
+    "InputGrammar",
     "LoadReport",
     "ModelInfo",
     "OverloadedError",
+    "PromptCacheLoad",
     "ReasoningDelta",
     "Routing",
     "Sampling",
@@ -48,7 +50,6 @@ __all__ = [
     "UnsupportedSchemaError",
     "UpstreamLoad",
     "Usage",
-    "model_loading",
 ]
 
 
@@ -77,13 +78,27 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class InputGrammar:
+    """The language a custom tool's one string argument, `input`, is in: a regex (Python's
+    `re` syntax, matched whole) or a Lark grammar (respond/engines/grammars)."""
+
+    syntax: Literal["lark", "regex"]
+    definition: str
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
-    """A function the model may call."""
+    """A function the model may call.
+
+    grammar: set for a custom tool, whose `parameters` are one string, `input`: what that
+    string must be (the embedded engine decodes it under the grammar; an upstream's call
+    is checked against it)."""
 
     name: str
     description: str | None
     parameters: Mapping[str, Any]
     strict: bool = True
+    grammar: InputGrammar | None = None
 
 
 @dataclass(frozen=True)
@@ -313,6 +328,7 @@ class ModelInfo:
     backend: str
     vision: bool = False
     upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
+    chat_format: str | None = None  # the embedded engine's: "tools: ..., reasoning: ..."
 
 
 @dataclass(frozen=True)
@@ -327,6 +343,22 @@ class UpstreamLoad:
 
 
 @dataclass(frozen=True)
+class PromptCacheLoad:
+    """An engine's prompt cache beyond its slots (the embedded engine's --cache-ram): what
+    it holds now, and its counts so far."""
+
+    limit_bytes: int
+    bytes: int = 0
+    entries: int = 0
+    hits: int = 0  # prompts whose prefix was restored from it
+    misses: int = 0  # prompts the slots did not hold that it could not restore either
+    saves: int = 0
+    evictions: int = 0  # entries dropped for room
+    restored_tokens: int = 0
+    failures: int = 0  # restores that failed (the prompt was evaluated instead)
+
+
+@dataclass(frozen=True)
 class LoadReport:
     """How busy an engine is, as /metrics shows it. Cheap to build: read at every scrape."""
 
@@ -334,6 +366,7 @@ class LoadReport:
     busy_slots: int = 0
     queued: int = 0  # runs waiting for a slot
     upstreams: tuple[UpstreamLoad, ...] = ()
+    prompt_cache: PromptCacheLoad | None = None
 
 
 class Engine(ABC):
@@ -411,3 +444,18 @@ class Engine(ABC):
 
     async def aclose(self) -> None:
         return None
+
+
+def not_ready(engine: Engine) -> EngineError:
+    """Why a request to `engine` (not `ready`) cannot be answered: it is still loading, or
+    its load failed, which waiting will not mend, so that message says why and what to do
+    (a 503 either way, which OpenAI-style clients report rather than mistake for a bug)."""
+    failed = engine.load_error
+    if failed is None:
+        return model_loading()
+    return EngineError(
+        f"The model '{engine.info.id}' failed to load and cannot answer: {failed}. "
+        "Retrying will not help: fix the cause and restart respond.",
+        code="model_load_failed",
+        status=503,
+    )

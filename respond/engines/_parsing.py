@@ -39,7 +39,7 @@ from respond.engines._base import (
     ToolCallStart,
 )
 
-__all__ = ["Dialect", "JsonScanner", "OutputParser", "detect_dialect"]
+__all__ = ["Dialect", "JsonScanner", "OutputParser"]
 
 Dialect = Literal["hermes", "mistral", "llama3"]
 
@@ -53,17 +53,6 @@ PYTHON_TAG = "<|python_tag|>"
 _HEADER = re.compile(
     r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
 )
-
-
-def detect_dialect(template_source: str) -> Dialect | None:
-    """The tool-call format a chat template teaches its model, if it has one."""
-    if HERMES_OPEN in template_source:
-        return "hermes"
-    if MISTRAL_OPEN in template_source:
-        return "mistral"
-    if "<|python_tag|>" in template_source or '"parameters": dictionary' in template_source:
-        return "llama3"
-    return None
 
 
 class JsonScanner:

@@ -41,8 +41,6 @@ __all__ = [
     "upstream_embedder",
 ]
 
-DEFAULT_MAX_FILE_MB = 64
-
 
 @dataclass(frozen=True)
 class FileService:
@@ -93,7 +91,7 @@ def make_file_service(
     *,
     runner: str,
     stale_after: int,
-    max_file_mb: int = DEFAULT_MAX_FILE_MB,
+    max_file_mb: int,
     embedder: Embedder | None = None,
 ) -> FileService | None:
     """The service over `store`; None when there is no SQL store to keep files in."""

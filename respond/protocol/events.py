@@ -22,6 +22,7 @@ from respond.protocol.items import (
 from respond.protocol.resource import ResponseResource
 
 __all__ = [
+    "CompactionCompacting",
     "ContentPartAdded",
     "ContentPartDone",
     "CustomToolCallInputDelta",
@@ -35,6 +36,11 @@ __all__ = [
     "McpCallCompleted",
     "McpCallFailed",
     "FileSearchCallCompleted",
+    "CodeInterpreterCallCodeDelta",
+    "CodeInterpreterCallCodeDone",
+    "CodeInterpreterCallCompleted",
+    "CodeInterpreterCallInProgress",
+    "CodeInterpreterCallInterpreting",
     "FileSearchCallInProgress",
     "FileSearchCallSearching",
     "McpCallInProgress",
@@ -308,6 +314,44 @@ class FileSearchCallCompleted(_ItemEvent):
     type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
 
 
+class CompactionCompacting(_ItemEvent):
+    """OpenAI's progress of a compaction: new summary content was sampled (it carries none)."""
+
+    type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
+
+
+class CodeInterpreterCallInProgress(_ItemEvent):
+    type: Literal["response.code_interpreter_call.in_progress"] = (
+        "response.code_interpreter_call.in_progress"
+    )
+
+
+class CodeInterpreterCallCodeDelta(_ItemEvent):
+    type: Literal["response.code_interpreter_call_code.delta"] = (
+        "response.code_interpreter_call_code.delta"
+    )
+    delta: str
+
+
+class CodeInterpreterCallCodeDone(_ItemEvent):
+    type: Literal["response.code_interpreter_call_code.done"] = (
+        "response.code_interpreter_call_code.done"
+    )
+    code: str
+
+
+class CodeInterpreterCallInterpreting(_ItemEvent):
+    type: Literal["response.code_interpreter_call.interpreting"] = (
+        "response.code_interpreter_call.interpreting"
+    )
+
+
+class CodeInterpreterCallCompleted(_ItemEvent):
+    type: Literal["response.code_interpreter_call.completed"] = (
+        "response.code_interpreter_call.completed"
+    )
+
+
 class ErrorEvent(_Event):
     """A stream-level error not tied to a response (e.g. a bad WebSocket frame)."""
 
@@ -351,6 +395,12 @@ Event = Annotated[
     | FileSearchCallInProgress
     | FileSearchCallSearching
     | FileSearchCallCompleted
+    | CompactionCompacting
+    | CodeInterpreterCallInProgress
+    | CodeInterpreterCallCodeDelta
+    | CodeInterpreterCallCodeDone
+    | CodeInterpreterCallInterpreting
+    | CodeInterpreterCallCompleted
     | ErrorEvent,
     Field(discriminator="type"),
 ]

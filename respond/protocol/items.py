@@ -9,6 +9,17 @@ from pydantic import Field
 from respond.protocol._base import Wire, omit_none
 
 __all__ = [
+    "ApplyPatchCallItem",
+    "CompactionItem",
+    "CodeInterpreterCallItem",
+    "ComputerCallItem",
+    "ToolSearchCallItem",
+    "ToolSearchOutputItem",
+    "LocalShellAction",
+    "LocalShellCallItem",
+    "PatchOperation",
+    "ShellAction",
+    "ShellCallItem",
     "CustomToolCallItem",
     "FunctionCallItem",
     "FileSearchCallItem",
@@ -81,6 +92,7 @@ class FunctionCallItem(Wire):
     id: str
     call_id: str
     name: str
+    namespace: str | None = omit_none()  # a member of a `namespace` tool
     arguments: str = ""
     status: ItemStatus = "in_progress"
 
@@ -96,6 +108,7 @@ class CustomToolCallItem(Wire):
     id: str
     call_id: str
     name: str
+    namespace: str | None = omit_none()  # a member of a `namespace` tool
     input: str = ""
     status: ItemStatus = "in_progress"
 
@@ -171,6 +184,117 @@ class FileSearchCallItem(Wire):
     results: list[dict[str, Any]] | None = None
 
 
+class CodeInterpreterCallItem(Wire):
+    """Python respond ran in a container for the model (OpenAI's `code_interpreter_call`);
+    `outputs` ({"type": "logs", "logs"} and {"type": "image", "url"}) only with
+    `include: ["code_interpreter_call.outputs"]`."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    code: str | None = ""
+    container_id: str
+    outputs: list[dict[str, Any]] | None = None
+    status: Literal["in_progress", "interpreting", "completed", "incomplete", "failed"] = (
+        "in_progress"
+    )
+
+
+# Calls of the tools the client runs (shell, local_shell, apply_patch): OpenAI's shapes.
+
+
+class ShellAction(Wire):
+    commands: list[str] = Field(default_factory=list)
+    timeout_ms: int | None = None
+    max_output_length: int | None = None
+
+
+class ShellCallItem(Wire):
+    type: Literal["shell_call"] = "shell_call"
+    id: str
+    call_id: str
+    action: ShellAction = Field(default_factory=ShellAction)
+    status: ItemStatus = "in_progress"
+
+
+class LocalShellAction(Wire):
+    type: Literal["exec"] = "exec"
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_ms: int | None = omit_none()
+    working_directory: str | None = omit_none()
+    user: str | None = omit_none()
+
+
+class LocalShellCallItem(Wire):
+    type: Literal["local_shell_call"] = "local_shell_call"
+    id: str
+    call_id: str
+    action: LocalShellAction = Field(default_factory=LocalShellAction)
+    status: ItemStatus = "in_progress"
+
+
+class PatchOperation(Wire):
+    """create_file and update_file carry a V4A `diff`; delete_file only its path."""
+
+    type: Literal["create_file", "update_file", "delete_file"]
+    path: str
+    diff: str | None = omit_none()
+
+
+class ApplyPatchCallItem(Wire):
+    type: Literal["apply_patch_call"] = "apply_patch_call"
+    id: str
+    call_id: str
+    operation: PatchOperation
+    status: Literal["in_progress", "completed"] = "in_progress"
+
+
+class ComputerCallItem(Wire):
+    """Actions on the client's screen (click, type, screenshot, ...: OpenAI's action shapes,
+    made by responses/kinds/computer_call.py): one `action` (computer_use_preview), or a
+    batch of `actions` (the GA computer tool)."""
+
+    type: Literal["computer_call"] = "computer_call"
+    id: str
+    call_id: str
+    action: dict[str, Any] | None = omit_none()
+    actions: list[dict[str, Any]] | None = omit_none()
+    pending_safety_checks: list[dict[str, Any]] = Field(default_factory=list)
+    status: ItemStatus = "in_progress"
+
+
+# A search of the request's deferred tools (`tool_search`), and the tools it loaded. A
+# search respond ran (execution "server") has no call_id.
+
+
+class ToolSearchCallItem(Wire):
+    type: Literal["tool_search_call"] = "tool_search_call"
+    id: str
+    call_id: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    execution: Literal["server", "client"] = "server"
+    status: ItemStatus = "in_progress"
+
+
+class ToolSearchOutputItem(Wire):
+    type: Literal["tool_search_output"] = "tool_search_output"
+    id: str
+    call_id: str | None = None
+    execution: Literal["server", "client"] = "server"
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # as the request gave them
+    status: ItemStatus = "in_progress"
+
+
+# The context before it, compacted (`context_management`, responses/compacting.py): opaque,
+# sealed by the server. Its only fields are these (it has no status).
+
+
+class CompactionItem(Wire):
+    type: Literal["compaction"] = "compaction"
+    id: str
+    encrypted_content: str
+
+
 OutputItem = Annotated[
     MessageItem
     | FunctionCallItem
@@ -180,6 +304,14 @@ OutputItem = Annotated[
     | McpListToolsItem
     | McpCallItem
     | McpApprovalRequestItem
-    | FileSearchCallItem,
+    | FileSearchCallItem
+    | CodeInterpreterCallItem
+    | ShellCallItem
+    | LocalShellCallItem
+    | ApplyPatchCallItem
+    | ComputerCallItem
+    | ToolSearchCallItem
+    | ToolSearchOutputItem
+    | CompactionItem,
     Field(discriminator="type"),
 ]

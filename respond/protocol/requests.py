@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from respond.protocol._base import Metadata, WireIn
+from respond.protocol.tools import Tool
 
 __all__ = [
+    "ContextManagement",
+    "ApplyPatchCallInput",
+    "ApplyPatchCallOutputInput",
+    "LocalShellCallInput",
+    "LocalShellCallOutputInput",
+    "ShellCallInput",
+    "ShellCallOutputInput",
+    "ComputerCallInput",
+    "ComputerCallOutputInput",
+    "ComputerScreenshot",
+    "ToolSearchCallInput",
+    "ToolSearchOutputInput",
     "AllowedToolsChoice",
     "CustomToolCallInput",
     "CustomToolCallOutputInput",
@@ -16,7 +29,6 @@ __all__ = [
     "CreateResponseBody",
     "FunctionCallInput",
     "FunctionCallOutputInput",
-    "FunctionTool",
     "InputImage",
     "InputItem",
     "InputMessage",
@@ -26,6 +38,7 @@ __all__ = [
     "McpApprovalResponseInput",
     "McpCallInput",
     "FileSearchCallInput",
+    "CodeInterpreterCallInput",
     "McpListToolsInput",
     "NamedToolChoice",
     "ReasoningInput",
@@ -93,6 +106,7 @@ class FunctionCallInput(WireIn):
     id: str | None = None
     call_id: str = Field(min_length=1)
     name: str
+    namespace: str | None = None
     arguments: str
     status: str | None = None
 
@@ -110,6 +124,7 @@ class CustomToolCallInput(WireIn):
     id: str | None = None
     call_id: str = Field(min_length=1)
     name: str
+    namespace: str | None = None
     input: str
     status: str | None = None
 
@@ -188,6 +203,124 @@ class FileSearchCallInput(WireIn):
     status: str | None = None
 
 
+class CodeInterpreterCallInput(WireIn):
+    type: Literal["code_interpreter_call"]
+    id: str = Field(min_length=1)
+    code: str | None = None
+    container_id: str = Field(min_length=1)
+    outputs: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
+class ShellCallInput(WireIn):
+    type: Literal["shell_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    action: dict[str, Any]
+    status: str | None = None
+
+
+class ShellCallOutputInput(WireIn):
+    type: Literal["shell_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    # [{"stdout", "stderr", "outcome": {"type": "exit", "exit_code"} | {"type": "timeout"}}]
+    output: list[dict[str, Any]]
+    status: str | None = None
+
+
+class LocalShellCallInput(WireIn):
+    type: Literal["local_shell_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    action: dict[str, Any]
+    status: str | None = None
+
+
+class LocalShellCallOutputInput(WireIn):
+    """`id` names the call it answers (its call_id), as OpenAI's type has it."""
+
+    type: Literal["local_shell_call_output"]
+    id: str = Field(min_length=1)
+    output: str
+    status: str | None = None
+
+
+class ApplyPatchCallInput(WireIn):
+    type: Literal["apply_patch_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    operation: dict[str, Any]
+    status: str | None = None
+
+
+class ApplyPatchCallOutputInput(WireIn):
+    type: Literal["apply_patch_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    status: Literal["completed", "failed"]
+    output: str | None = None
+
+
+class ComputerCallInput(WireIn):
+    """One action (computer_use_preview's `action`) or a batch (the GA tool's `actions`)."""
+
+    type: Literal["computer_call"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    action: dict[str, Any] | None = None
+    actions: list[dict[str, Any]] | None = Field(default=None, min_length=1)
+    pending_safety_checks: list[dict[str, Any]] = Field(default_factory=list)
+    status: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of_them(self) -> ComputerCallInput:
+        if (self.action is None) == (self.actions is None):
+            raise ValueError(
+                "a computer_call carries `action` (computer_use_preview) or `actions` "
+                "(the computer tool): one of them"
+            )
+        return self
+
+
+class ComputerScreenshot(WireIn):
+    type: Literal["computer_screenshot"]
+    image_url: str | None = None
+    file_id: str | None = None
+
+
+class ComputerCallOutputInput(WireIn):
+    type: Literal["computer_call_output"]
+    id: str | None = None
+    call_id: str = Field(min_length=1)
+    output: ComputerScreenshot
+    acknowledged_safety_checks: list[dict[str, Any]] | None = None
+    status: str | None = None
+
+
+class ToolSearchCallInput(WireIn):
+    """A search for deferred tools: the client's (`execution: "client"`, with a call_id)
+    or one respond ran (no call_id)."""
+
+    type: Literal["tool_search_call"]
+    id: str | None = None
+    call_id: str | None = None
+    arguments: Any = None
+    execution: Literal["server", "client"] = "server"
+    status: str | None = None
+
+
+class ToolSearchOutputInput(WireIn):
+    """The tools a search loaded: shown to the model from then on (responses/deferred.py)."""
+
+    type: Literal["tool_search_output"]
+    id: str | None = None
+    call_id: str | None = None
+    execution: Literal["server", "client"] = "server"
+    tools: list[Tool]
+    status: str | None = None
+
+
 def _item_tag(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("type", "message"))
@@ -207,26 +340,33 @@ InputItem = Annotated[
     | Annotated[McpCallInput, Tag("mcp_call")]
     | Annotated[McpApprovalRequestInput, Tag("mcp_approval_request")]
     | Annotated[McpApprovalResponseInput, Tag("mcp_approval_response")]
-    | Annotated[FileSearchCallInput, Tag("file_search_call")],
+    | Annotated[FileSearchCallInput, Tag("file_search_call")]
+    | Annotated[CodeInterpreterCallInput, Tag("code_interpreter_call")]
+    | Annotated[ShellCallInput, Tag("shell_call")]
+    | Annotated[ShellCallOutputInput, Tag("shell_call_output")]
+    | Annotated[LocalShellCallInput, Tag("local_shell_call")]
+    | Annotated[LocalShellCallOutputInput, Tag("local_shell_call_output")]
+    | Annotated[ApplyPatchCallInput, Tag("apply_patch_call")]
+    | Annotated[ApplyPatchCallOutputInput, Tag("apply_patch_call_output")]
+    | Annotated[ComputerCallInput, Tag("computer_call")]
+    | Annotated[ComputerCallOutputInput, Tag("computer_call_output")]
+    | Annotated[ToolSearchCallInput, Tag("tool_search_call")]
+    | Annotated[ToolSearchOutputInput, Tag("tool_search_output")],
     Discriminator(
         _item_tag,
         custom_error_type="invalid_item_type",
         custom_error_message="Unknown input item type; expected one of message, function_call, "
         "function_call_output, reasoning, item_reference, compaction, mcp_list_tools, mcp_call, "
-        "mcp_approval_request, mcp_approval_response, file_search_call",
+        "mcp_approval_request, mcp_approval_response, file_search_call, code_interpreter_call, "
+        "shell_call, "
+        "shell_call_output, local_shell_call, local_shell_call_output, apply_patch_call, "
+        "apply_patch_call_output, computer_call, computer_call_output, tool_search_call, "
+        "tool_search_output",
     ),
 ]
 
 
 # ---------------------------------------------------------------- tools
-
-
-class FunctionTool(WireIn):
-    type: Literal["function"]
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
 
 
 class NamedToolChoice(WireIn):
@@ -285,6 +425,14 @@ class StreamOptions(WireIn):
 # ---------------------------------------------------------------- the body
 
 
+class ContextManagement(WireIn):
+    """A `context_management` entry: OpenAI's only type is server-side compaction once the
+    input passes `compact_threshold` tokens."""
+
+    type: Literal["compaction"]
+    compact_threshold: int | None = Field(default=None, ge=1)
+
+
 class CreateResponseBody(WireIn):
     model: str | None = None
     input: str | list[InputItem] = Field(default_factory=list)
@@ -292,7 +440,7 @@ class CreateResponseBody(WireIn):
     previous_response_id: str | None = None
     conversation: str | ConversationRef | None = None
     include: list[str] = Field(default_factory=list)
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[Tool] = Field(default_factory=list)
     tool_choice: (
         Literal["auto", "none", "required"] | NamedToolChoice | AllowedToolsChoice | dict[str, Any]
     ) = "auto"
@@ -307,6 +455,8 @@ class CreateResponseBody(WireIn):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     max_output_tokens: int | None = Field(default=None, ge=1)
     truncation: Literal["auto", "disabled"] | None = None
+    # Validated so a typo is a 400; respond does not yet compact inside a run (docs/api.md).
+    context_management: list[ContextManagement] | None = None
     metadata: Metadata | None = None
     store: bool | None = None
     background: bool | None = None

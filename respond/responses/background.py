@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from typing import Any
 
 from pydantic import TypeAdapter
 
+from respond._config import DEFAULTS
 from respond._ids import new_id
 from respond.protocol import events as ev
 from respond.protocol.errors import APIError
@@ -32,7 +33,7 @@ from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import TERMINAL_STATUSES, ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.run import PreparedRun, Responses
-from respond.store.base import JSON, Store
+from respond.store.base import JSON, Store, StoreFullError
 
 __all__ = ["Runs"]
 
@@ -42,11 +43,15 @@ FLUSH_SECONDS = 0.05  # how stale a live tail may be
 HEARTBEAT_SECONDS = 2.0  # also how often the queue is looked at without a signal
 STALE_SECONDS = 10  # a runner silent this long is dead: the lease on its runs has ended
 CANCEL_WAIT_SECONDS = 30.0
-DEFAULT_MAX = 4
 INTERRUPTED = "run_interrupted"
 INTERRUPTED_MESSAGE = (
     "The server running this response stopped (crash or restart) before it finished. "
     "The run was not resumed; create it again."
+)
+STOPPED = "server_stopped"
+STOPPED_MESSAGE = (
+    "The server running this response was stopped before it finished (it had {seconds:.0f}s "
+    "to finish, --drain-timeout). Its output so far is kept; create it again for the rest."
 )
 
 _EVENTS: TypeAdapter[list[ev.Event]] = TypeAdapter(list[ev.Event])
@@ -57,7 +62,7 @@ class Runs:
     """This process's background runs, and the signals that reach them."""
 
     def __init__(
-        self, service: Responses, store: Store, *, background_max: int = DEFAULT_MAX
+        self, service: Responses, store: Store, *, background_max: int = DEFAULTS.background_max
     ) -> None:
         self.service = service
         self.store = store
@@ -68,6 +73,9 @@ class Runs:
         self._held = 0  # runs this process has claimed (or is claiming) and not ended
         self._wake = asyncio.Event()  # the queue may have work this process can take
         self._stopping = False
+        self._claiming = True
+        self._runs: dict[str, PreparedRun] = {}  # the runs being generated now, by id
+        self._settling: set[asyncio.Task[None]] = set()  # endings of runs cancelled unrun
         store.subscribe(self._on_signal)
 
     # ------------------------------------------------------------ starting
@@ -101,7 +109,7 @@ class Runs:
                 self._unreserve(1)
             raise
         if mine:
-            self._launch(response.id, self._work(run))
+            self._launch(run.tenant, response.model_dump(mode="json"), lambda: self._work(run))
         else:
             await self.store.publish("queued", response.id)
         return response
@@ -116,19 +124,54 @@ class Runs:
         self._held -= count
         self._wake.set()  # a place is free: look at the queue now
 
-    def _launch(self, response_id: str, work: Coroutine[Any, Any, None]) -> None:
-        """Run a claimed response; its place is freed when it ends."""
-        task = asyncio.ensure_future(work)
+    def _launch(
+        self, tenant: str | None, response: JSON, work: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run a claimed response; its place is freed when it ends.
+
+        A task cancelled before its first step runs none of its coroutine (asyncio closes it
+        unstarted), and `cancel` or `shutdown` can reach a task just launched: then the run
+        would stay claimed by this live process, queued for ever. Its ending is made here.
+        """
+        response_id = response["id"]
+        ran = False
+
+        async def running() -> None:
+            nonlocal ran
+            ran = True
+            await work()
+
+        task = asyncio.ensure_future(running())
         self.tasks[response_id] = task
 
         def ended(_: asyncio.Task[None]) -> None:
             self.tasks.pop(response_id, None)
             self._unreserve(1)
+            if not ran:
+                settling = asyncio.ensure_future(self._settle_unrun(tenant, response))
+                self._settling.add(settling)
+                settling.add_done_callback(self._settling.discard)
 
         task.add_done_callback(ended)
 
+    async def _not_run(self, tenant: str | None, response: JSON) -> None:
+        """A claimed run cancelled before it started: when this process is stopping it goes
+        back to the queue (another replica or the next start runs it); else it is cancelled."""
+        if self._stopping:
+            await self.store.release(self.runner, response["id"])
+        else:
+            await self._end(tenant, response, lambda builder: builder.cancel())
+
+    async def _settle_unrun(self, tenant: str | None, response: JSON) -> None:
+        try:
+            await self._not_run(tenant, response)
+        except Exception:
+            log.exception("could not end %s, cancelled before it started", response["id"])
+
     async def claim(self) -> int:
         """Claim queued runs from the store for this process's free places; start them."""
+        if not self._claiming:
+            return 0
         engines = self.service.engines.values()
         if any(not engine.ready and engine.load_error is None for engine in engines):
             return 0  # still loading: a run prepared now would fail `model_loading`
@@ -140,7 +183,11 @@ class Runs:
             self._held -= places - len(claimed)
         for tenant, response, request in claimed:
             log.info("starting queued response %s", response["id"])
-            self._launch(response["id"], self._start_stored(tenant, response, request))
+            self._launch(
+                tenant,
+                response,
+                functools.partial(self._start_stored, tenant, response, request),
+            )
         return len(claimed)
 
     async def _start_stored(self, tenant: str | None, response: JSON, request: JSON) -> None:
@@ -151,10 +198,7 @@ class Runs:
             stored = (response_id, int(response["created_at"]))
             run = await self.service.prepare(body, tenant=tenant, stored=stored)
         except asyncio.CancelledError:
-            if self._stopping:  # not started: another replica (or the next start) runs it
-                await self.store.release(self.runner, response_id)
-            else:
-                await self._end(tenant, response, lambda builder: builder.cancel())
+            await self._not_run(tenant, response)
             raise
         except APIError as exc:  # e.g. its previous response was deleted meanwhile
             code, message = exc.code or "invalid_request", exc.message
@@ -179,6 +223,13 @@ class Runs:
             ) from None
 
     async def _work(self, run: PreparedRun) -> None:
+        self._runs[run.resource.id] = run
+        try:
+            await self._generate(run)
+        finally:
+            del self._runs[run.resource.id]
+
+    async def _generate(self, run: PreparedRun) -> None:
         events = self.service.events(run)
         # Closing the generator (also on cancel) makes the run end `cancelled` and record
         # itself in full: the last word in the store is always the run's own.
@@ -328,6 +379,8 @@ class Runs:
                     await self.recover()
                     beaten = time.monotonic()
                 await self.claim()
+            except StoreFullError as exc:  # the heartbeat tries again: it clears once it saves
+                log.warning("background upkeep: %s", exc)
             except Exception:
                 log.exception("background upkeep failed")
             with contextlib.suppress(TimeoutError):
@@ -367,16 +420,49 @@ class Runs:
             await self.store.publish("events", response_id)
         return ended
 
-    async def shutdown(self) -> None:
-        """Stopping: running runs end `cancelled` (and are stored so); claimed runs not
-        yet started go back to the queue."""
+    def stop_claiming(self) -> None:
+        """Draining: queued runs are left to other replicas (or to the next start)."""
+        self._claiming = False
+
+    async def shutdown(self, drain_seconds: float = 0.0) -> None:
+        """Stopping: running runs get `drain_seconds` to finish. Then a run that has made
+        no output yet goes back to the queue, to be run from its stored request by another
+        replica or the next start (no client has seen any of it); one that has ends
+        failed `server_stopped`, its output kept. Claimed runs not yet started go back to
+        the queue too."""
         self._stopping = True
-        tasks = list(self.tasks.values())
-        for task in tasks:
+        self._claiming = False
+        if self.tasks and drain_seconds > 0:
+            log.info("waiting up to %.0fs for %d background runs", drain_seconds, len(self.tasks))
+            await asyncio.wait(list(self.tasks.values()), timeout=drain_seconds)
+        handed_back = []
+        for response_id, task in list(self.tasks.items()):
+            run = self._runs.get(response_id)
+            if run is not None and not run.builder.response.output:
+                run.resource.store = False  # its closing must not record: the queue has it
+                handed_back.append(run)
+            elif run is not None:
+                run.stopped = (STOPPED, STOPPED_MESSAGE.format(seconds=drain_seconds))
             task.cancel()
-        for task in tasks:
+        for task in list(self.tasks.values()):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await asyncio.gather(*self._settling)
+        for run in handed_back:
+            await self._hand_back(run)
+
+    async def _hand_back(self, run: PreparedRun) -> None:
+        response_id = run.resource.id
+        opening = (await self.store.events_after(run.tenant, response_id, -1) or [])[:_OPENING]
+        queued = opening[-1]["response"] if len(opening) == _OPENING else None
+        if queued is not None and await self.store.hand_back(
+            self.runner, run.tenant, response_id, queued, _OPENING
+        ):
+            log.info("response %s goes back to the queue (it had no output yet)", response_id)
+            await self.store.publish("queued", response_id)
+        else:
+            log.warning("could not hand back %s; it ends as interrupted", response_id)
+            await self._end(run.tenant, run.builder.response.model_dump(mode="json"), _interrupted)
 
 
 def _interrupted(builder: EventBuilder) -> list[ev.Event]:

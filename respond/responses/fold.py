@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from respond.protocol import events as ev
 from respond.protocol.items import (
+    CodeInterpreterCallItem,
     CustomToolCallItem,
     FunctionCallItem,
     LogProb,
@@ -116,6 +117,14 @@ class ResponseFold:
                 mcp_call.arguments += event.delta
             else:
                 mcp_call.arguments = event.arguments
+
+        elif isinstance(event, ev.CodeInterpreterCallCodeDelta | ev.CodeInterpreterCallCodeDone):
+            code_call = response.output[event.output_index]
+            assert isinstance(code_call, CodeInterpreterCallItem)
+            if isinstance(event, ev.CodeInterpreterCallCodeDelta):
+                code_call.code = (code_call.code or "") + event.delta
+            else:
+                code_call.code = event.code
 
     def _require(self) -> ResponseResource:
         assert self.response is not None, "the first event must carry the response"

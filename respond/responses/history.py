@@ -5,7 +5,11 @@ Context of a turn, in order:
   its output items (instructions are never inherited: they are not items);
 - `conversation`: the conversation's items;
 then the new input, where `item_reference` items are replaced by the stored items they
-name and `compaction` items by the context they carry.
+name and `compaction` items by the context they carry. A compaction item stands for the whole
+context before it (it was made from that context, by POST /v1/responses/compact or inside a
+run), so the items before the latest one are not read: a chain continues from its latest
+compaction, and a client that resends a compacted response's output after its old input
+does not pay for that input twice.
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ class History:
             )
         ctx = Context()
         if remembered is not None:
-            ctx.history = list(remembered)
+            ctx.history = self.opened(remembered, tenant)
         elif body.previous_response_id:
             ctx.history = await self._chain(body.previous_response_id, tenant)
         elif body.conversation:
@@ -88,6 +92,8 @@ class History:
             ctx.history = await self._conversation(ctx.conversation_id, tenant)
         ctx.new_stored = await self.resolve(normalize_input(body.input), tenant)
         ctx.new = self.expand(ctx.new_stored, tenant)
+        if any(item.get("type") == "compaction" for item in ctx.new_stored):
+            ctx.history = []  # the input's compaction stands for everything before it
         return ctx
 
     async def _chain(self, response_id: str, tenant: str | None) -> list[InputItem]:
@@ -140,15 +146,19 @@ class History:
         return out
 
     def expand(self, items: Sequence[JSON], tenant: str | None) -> list[InputItem]:
-        """Stored items -> input items an engine turn is built from (compactions unpacked)."""
-        out: list[InputItem] = []
-        for item in items:
-            parsed = _parse(item)
-            if isinstance(parsed, CompactionInput):
-                out.extend(_parse(inner) for inner in self.unpack(parsed, tenant))
-            else:
-                out.append(parsed)
-        return out
+        """Stored items -> input items an engine turn is built from (compactions opened)."""
+        return self.opened([_parse(item) for item in items], tenant)
+
+    def opened(self, items: Sequence[InputItem], tenant: str | None) -> list[InputItem]:
+        """`items` from their latest compaction on, that compaction opened into the context
+        it carries (it replaces every item before it)."""
+        found = [i for i, item in enumerate(items) if isinstance(item, CompactionInput)]
+        if not found:
+            return list(items)
+        latest = items[found[-1]]
+        assert isinstance(latest, CompactionInput)
+        carried = [_parse(inner) for inner in self.unpack(latest, tenant)]
+        return [*carried, *items[found[-1] + 1 :]]
 
     # ------------------------------------------------------------ compaction
 

@@ -7,12 +7,19 @@ be built from. The limits themselves are `Limits` (respond/protocol/limits.py).
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from respond.engines.grammars import GrammarError, parse_grammar
 from respond.protocol.errors import APIError
 from respond.protocol.limits import Limits, check_count, check_id
 from respond.protocol.requests import CreateResponseBody, TextFormatJsonSchema
-from respond.protocol.schema_limits import SchemaBudget, check_regex, check_schema
+from respond.protocol.schema_limits import SchemaBudget, check_schema
+from respond.protocol.tools import (
+    CustomTool,
+    CustomToolGrammar,
+    FunctionTool,
+    NamespaceTool,
+    Tool,
+)
 
 __all__ = ["check_request"]
 
@@ -53,9 +60,10 @@ def _check_input(body: CreateResponseBody, limits: Limits) -> None:
                 check_id(value, f"input[{index}].{name}", limits)
 
 
-def _check_tools(tools: list[dict[str, Any]], limits: Limits) -> None:
+def _check_tools(tools: list[Tool], limits: Limits) -> None:
     check_count(tools, "tools", limits.tools)
-    size = len(json.dumps(tools, separators=(",", ":")))
+    sent = [tool.model_dump(mode="json", by_alias=True, exclude_unset=True) for tool in tools]
+    size = len(json.dumps(sent, separators=(",", ":")))
     if size > limits.tools_bytes:
         raise APIError(
             400,
@@ -66,39 +74,38 @@ def _check_tools(tools: list[dict[str, Any]], limits: Limits) -> None:
         )
 
 
-def _check_tool_schemas(
-    tool: dict[str, Any], where: str, limits: Limits, budget: SchemaBudget
-) -> None:
-    kind = tool.get("type")
-    if kind == "function":
-        parameters = tool.get("parameters")
+def _check_tool_schemas(tool: Tool, where: str, limits: Limits, budget: SchemaBudget) -> None:
+    if isinstance(tool, NamespaceTool):
+        for index, member in enumerate(tool.tools):
+            _check_tool_schemas(member, f"{where}.tools[{index}]", limits, budget)
+    elif isinstance(tool, FunctionTool):
         # A non-strict tool whose schema cannot be enforced is decoded as any JSON object
         # (engines/llamacpp/_decoding.py), so its bounds are never expanded into a grammar:
         # Claude Code's tools carry `maxLength: 524288`.
-        if isinstance(parameters, dict) and tool.get("strict") is not False:
+        if tool.parameters is not None and tool.strict is not False:
             check_schema(
-                parameters, f"{where}.parameters", limits, budget, code="invalid_json_schema"
+                tool.parameters, f"{where}.parameters", limits, budget, code="invalid_json_schema"
             )
-    elif kind == "custom":
-        fmt = tool.get("format")
-        if fmt is not None and not isinstance(fmt, dict):
-            raise APIError(
-                400,
-                f"Invalid value for '{where}.format': expected an object such as "
-                '{"type": "text"} or {"type": "grammar", "syntax": "regex", "definition": ...}.',
-                param=f"{where}.format",
-                code="invalid_value",
-            )
-        if isinstance(fmt, dict) and fmt.get("type") == "grammar":
-            definition = fmt.get("definition")
-            if not isinstance(definition, str):
-                raise APIError(
-                    400,
-                    f"Invalid value for '{where}.format.definition': expected a string.",
-                    param=f"{where}.format.definition",
-                    code="invalid_value",
-                )
-            if fmt.get("syntax") == "regex":
-                check_regex(
-                    definition, f"{where}.format.definition", limits, code="invalid_grammar"
-                )
+    elif isinstance(tool, CustomTool) and isinstance(tool.format, CustomToolGrammar):
+        _check_grammar(tool.format, f"{where}.format.definition", limits)
+
+
+def _check_grammar(fmt: CustomToolGrammar, param: str, limits: Limits) -> None:
+    """A custom tool's grammar parses and uses only what can be enforced, within limits."""
+    definition = fmt.definition
+    if fmt.syntax == "regex" and len(definition) > limits.pattern_length:
+        why = f"it is longer than {limits.pattern_length} characters"
+    else:
+        try:
+            parse_grammar(fmt.syntax, definition, max_repeat=limits.repetition)
+            return
+        except GrammarError as exc:
+            why = str(exc)
+        except RecursionError:
+            why = "it nests too deeply"
+    raise APIError(
+        400,
+        f"Invalid {fmt.syntax} grammar in '{param}': {why}.",
+        param=param,
+        code="invalid_grammar",
+    )

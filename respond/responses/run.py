@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Protocol
 
 import anyio
 
+from respond._config import DEFAULTS
 from respond._ids import new_id
 from respond.engines._base import (
     ChatMessage,
@@ -25,11 +27,12 @@ from respond.engines._base import (
     Delta,
     Engine,
     EngineError,
+    FunctionSpec,
     OverloadedError,
     Routing,
     Sampling,
     SchemaFormat,
-    model_loading,
+    not_ready,
 )
 from respond.engines._order import checked
 from respond.metrics import Metrics, RunClock
@@ -42,30 +45,40 @@ from respond.protocol.requests import (
     TextFormat,
     TextFormatJsonSchema,
 )
-from respond.protocol.resource import ReasoningConfig, ResponseResource, TextConfig
+from respond.protocol.resource import ResponseResource
+from respond.protocol.tools import CustomTool, FunctionTool, Tool
+from respond.responses import echo
 from respond.responses._stops import StopSequences
+from respond.responses.compacting import Compacting, compact, plan
 from respond.responses.context import items_to_messages
+from respond.responses.deferred import loading
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
 from respond.responses.hosted import Hosted
 from respond.responses.hosted._loop import TurnStream, run_turns
+from respond.responses.hosted.code_interpreter import CodeInterpreterTools
 from respond.responses.hosted.file_search import FileSearchTools
-from respond.responses.hosted.mcp import McpTools, echo_mcp_tool
+from respond.responses.hosted.mcp import McpTools
+from respond.responses.hosted.tool_search import Deferred, hosted_search
+from respond.responses.kinds import Kinds, calls_for
+from respond.responses.kinds.namespace import Names, described
 from respond.responses.limits import check_request
 from respond.responses.sealing import ENCRYPTED_INCLUDE, Sealer, open_reasoning
 from respond.responses.tools import (
     check_call_ids,
-    custom_tool_names,
     enforceable,
     function_specs,
     text_constraint,
     tool_choice,
 )
-from respond.store.base import JSON
+from respond.responses.window import fit
+from respond.store.base import JSON, StoreFullError, StoreUnavailableError
 
 __all__ = ["PreparedRun", "ResponseRecorder", "Responses", "api_error"]
 
 log = logging.getLogger("respond.run")
+
+RECORD_TRIES = 3  # a finished run's record, while the store is unreachable
 
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
@@ -111,6 +124,12 @@ class PreparedRun:
     stop_sequence: str | None = None
     # The tools respond runs itself (MCP), listed and resolved by prepare.
     hosted: Hosted = field(default_factory=Hosted)
+    # (code, message) when the server stops the run: it ends failed so, not cancelled.
+    stopped: tuple[str, str] | None = None
+    # Why the finished run could not be stored, if it could not (a full disk).
+    unsaved: Exception | None = None
+    # The compaction the run does before it answers (`context_management`), when one is due.
+    compacting: Compacting | None = None
 
 
 class Responses:
@@ -123,8 +142,8 @@ class Responses:
         recorder: ResponseRecorder | None = None,
         history: History | None = None,
         clock: Callable[[], float] = time.time,
-        n_predict: int | None = None,
-        temperature: float = 1.0,
+        n_predict: int | None = DEFAULTS.n_predict,
+        temperature: float = DEFAULTS.temperature,
         limits: Limits | None = None,
         metrics: Metrics | None = None,
         mcp: McpTools | None = None,
@@ -146,6 +165,7 @@ class Responses:
         self.mcp = mcp or McpTools()
         # Set by the app once its file service exists (it needs the background runner).
         self.file_search = FileSearchTools()
+        self.code_interpreter = CodeInterpreterTools()  # given its containers by the app too
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     @property
@@ -186,20 +206,40 @@ class Responses:
         """
         engine, turn, context, hosted = await self.assemble(body, tenant, remembered)
         await self._prepare_turn(body, engine, turn)
-        truncation = body.truncation or "disabled"
-        await self._fit(engine, turn, truncation)
-        resource = self._resource(body, engine, stored)
+        count = partial(self.count_tokens, engine)
+        compacting = await plan(
+            body,
+            engine,
+            turn,
+            context.items,
+            count=count,
+            messages_of=partial(
+                self._messages, body, engine, hosted, loading(body.tools, context.items).tools
+            ),
+            seal=partial(self.sealer.seal_items, tenant=tenant),
+        )
+        # A compacted run is answered without the older items: those need not fit.
+        fitted = turn if compacting is None else compacting.without_summary
+        await fit(engine, fitted, body.truncation or "disabled", count)
+        resource = echo.resource(
+            body,
+            engine.info.id,
+            response_id=stored[0] if stored else new_id("resp"),
+            created_at=stored[1] if stored else int(self._clock()),
+            temperature=self._temperature(body),
+            max_output_tokens=body.max_output_tokens or self.n_predict,
+        )
+        resource.tools = self.code_interpreter.echoed(resource.tools)
         turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
         seal = self.sealer.seal if ENCRYPTED_INCLUDE in body.include else None
-        builder = EventBuilder(
-            resource,
+        kinds = Kinds(
+            calls_for(loading(body.tools, context.items).tools, hosted.tools),
             seal_reasoning=seal,
-            custom_tools=custom_tool_names(body),
-            hosted=hosted.tools,
             reasoning_events=self.reasoning_events,
         )
+        builder = EventBuilder(resource, kinds=kinds)
         return PreparedRun(
             body=body,
             engine=engine,
@@ -210,6 +250,7 @@ class Responses:
             tenant=tenant,
             context=context.items,
             hosted=hosted,
+            compacting=compacting,
         )
 
     async def assemble(
@@ -223,7 +264,7 @@ class Responses:
         check_request(body, self.limits)
         engine = self.engine_for(body.model)
         if not engine.ready:
-            raise api_error(model_loading())
+            raise api_error(not_ready(engine))
         if body.previous_response_id in self._running and remembered is None:
             raise still_running(body.previous_response_id)
         context = await self.history.context(body, tenant, remembered=remembered)
@@ -236,10 +277,45 @@ class Responses:
         hosted.tools.update(searching)
         if forced:
             hosted.forced = tuple(searching)
-        messages = items_to_messages(context.items, vision=vision, mcp_names=hosted.visible)
-        if body.instructions:
-            messages.insert(0, ChatMessage(role="system", content=body.instructions))
-        return engine, self._turn(body, engine, messages, hosted), context, hosted
+        coding, forced = await self.code_interpreter.prepare(body, tenant, context.items)
+        hosted.tools.update(coding)
+        if forced:
+            hosted.forced = tuple(coding)
+        # The tools the model sees: the request's, less the deferred ones no search loaded.
+        tools = loading(body.tools, context.items)
+        seen = body.model_copy(update={"tools": tools.tools})
+        specs = function_specs(seen, engine)
+        hidden = [Deferred(s, tools.hidden[s.name]) for s in specs if s.name in tools.hidden]
+        hidden += [
+            Deferred(spec, dict(wire))
+            for spec, wire in hosted.searchable(lambda schema: enforceable(engine, schema))
+        ]
+        hosted.tools.update(hosted_search(body.tools, hidden))
+        messages = self._messages(body, engine, hosted, tools.tools, context.items)
+        shown = [spec for spec in specs if spec.name not in tools.hidden]
+        return engine, self._turn(seen, engine, messages, hosted, shown), context, hosted
+
+    def _messages(
+        self,
+        body: CreateResponseBody,
+        engine: Engine,
+        hosted: Hosted,
+        tools: Sequence[Tool],
+        items: Sequence[InputItem],
+    ) -> list[ChatMessage]:
+        """The chat the model reads: the instructions, then `items` replayed; `tools` are
+        the request's the model sees."""
+        messages = items_to_messages(
+            items,
+            vision=engine.info.vision,
+            mcp_names=hosted.visible,
+            namespaced=Names(tools).visible,
+        )
+        # Namespaces are told once, here, not in each of their members (kinds/namespace.py).
+        system = "\n\n".join(filter(None, (body.instructions, described(tools))))
+        if system:
+            messages.insert(0, ChatMessage(role="system", content=system))
+        return messages
 
     async def count_input_tokens(self, body: CreateResponseBody, tenant: str | None) -> int:
         engine, turn, _, _ = await self.assemble(body, tenant)
@@ -258,8 +334,11 @@ class Responses:
         engine: Engine,
         messages: list[ChatMessage],
         hosted: Hosted,
+        shown: list[FunctionSpec],
     ) -> ChatTurn:
-        specs = function_specs(body, engine) + hosted.specs(lambda s: enforceable(engine, s))
+        """The engine's turn; `shown`: the request's functions the model sees (its deferred
+        tools left out until loaded), to which the hosted tools are added."""
+        specs = shown + hosted.specs(lambda s: enforceable(engine, s))
         json_schema, json_object = text_constraint(body, engine)
         return ChatTurn(
             model=engine.info.id,
@@ -300,84 +379,6 @@ class Responses:
         except EngineError as exc:
             raise api_error(exc) from exc
 
-    async def _fit(self, engine: Engine, turn: ChatTurn, truncation: str) -> None:
-        """Make the prompt fit the context window, or explain by how much it does not.
-
-        With truncation "auto" the oldest items are dropped: how many is found by a binary
-        search, so a long history costs O(log n) tokenizations, not one per dropped item.
-        """
-        window = engine.info.context_window
-        if window is None or (engine.info.upstreams and truncation != "auto"):
-            # An upstream reports an overflow itself (a 400 context_length_exceeded): its
-            # prompts cost a round trip to count, so they are counted only to truncate.
-            return
-        tokens = await self.count_tokens(engine, turn)
-        if tokens < window:
-            return
-        droppable = sum(m.role != "system" for m in turn.messages) - 1  # keep the newest
-        if truncation != "auto" or droppable < 1:
-            overflow = ContextOverflowError(tokens, window)
-            raise APIError(
-                400, str(overflow), param="input", code="context_length_exceeded"
-            ) from overflow  # the numbers, for APIs that word this their own way
-        messages = turn.messages
-        fits: list[ChatMessage] | None = None
-        low, high = 1, droppable  # invariant: dropping fewer than `low` does not fit
-        while low <= high:
-            middle = (low + high) // 2
-            turn.messages = _without_oldest(messages, middle)
-            tokens = await self.count_tokens(engine, turn)
-            if tokens < window:
-                fits, high = turn.messages, middle - 1
-            else:
-                low = middle + 1
-        if fits is None:
-            overflow = ContextOverflowError(tokens, window)
-            raise APIError(
-                400, str(overflow), param="input", code="context_length_exceeded"
-            ) from overflow  # the numbers, for APIs that word this their own way
-        turn.messages = fits
-
-    def _resource(
-        self, body: CreateResponseBody, engine: Engine, stored: tuple[str, int] | None = None
-    ) -> ResponseResource:
-        text = TextConfig(
-            format=_echo_format(body.text.format),
-            verbosity=body.text.verbosity or "medium",
-        )
-        reasoning = body.reasoning
-        return ResponseResource(
-            id=stored[0] if stored else new_id("resp"),
-            created_at=stored[1] if stored else int(self._clock()),
-            status="queued" if body.background else "in_progress",
-            model=engine.info.id,
-            previous_response_id=body.previous_response_id,
-            instructions=body.instructions,
-            tools=_echo_tools(body.tools),
-            tool_choice=_echo_tool_choice(body.tool_choice),
-            truncation=body.truncation or "disabled",
-            parallel_tool_calls=body.parallel_tool_calls,
-            text=text,
-            top_p=1.0 if body.top_p is None else body.top_p,
-            presence_penalty=body.presence_penalty or 0.0,
-            frequency_penalty=body.frequency_penalty or 0.0,
-            top_logprobs=body.top_logprobs or 0,
-            temperature=self._temperature(body),
-            reasoning=ReasoningConfig(
-                effort=reasoning.effort if reasoning else None,
-                summary=reasoning.summary if reasoning else None,
-            ),
-            max_output_tokens=body.max_output_tokens or self.n_predict,
-            max_tool_calls=body.max_tool_calls,
-            store=True if body.store is None else body.store,
-            background=bool(body.background),
-            service_tier=body.service_tier or "default",
-            metadata=body.metadata or {},
-            safety_identifier=body.safety_identifier,
-            prompt_cache_key=body.prompt_cache_key,
-            user=body.user,
-        )
-
     # ------------------------------------------------------------ running
 
     async def events(self, run: PreparedRun) -> AsyncGenerator[ev.Event, None]:
@@ -396,6 +397,12 @@ class Responses:
             try:
                 if run.generate:
                     clock.begin()
+                    if run.compacting is not None:
+                        truncation = run.body.truncation or "disabled"
+                        compacted = compact(run.compacting, builder, run.turn, truncation)
+                        async with aclosing(compacted) as compacting:
+                            async for event in compacting:
+                                yield event
                     turns = run_turns(self._stream(run, clock), run.turn, run.hosted, builder)
                     async with aclosing(turns) as loop:
                         async for event in loop:
@@ -427,7 +434,10 @@ class Responses:
                     # The consumer left (client disconnect): generation has stopped; keep
                     # what was produced, marked cancelled, without yielding more.
                     run.turn.cancel.set()
-                    builder.cancel()
+                    if run.stopped is not None:
+                        builder.fail(*run.stopped)
+                    else:
+                        builder.cancel()
                 clock.ended(builder.response)
                 with anyio.CancelScope(shield=True):
                     await self._record(run, builder)
@@ -450,32 +460,35 @@ class Responses:
         return stream
 
     async def _record(self, run: PreparedRun, builder: EventBuilder) -> None:
-        if self.recorder is None or not run.resource.store:
+        recorder = self.recorder
+        if recorder is None or not run.resource.store:
             return
         try:
-            await self.recorder.record(
-                run.tenant, run.input_items, builder.response, builder.events
+            await _retried(
+                lambda: recorder.record(
+                    run.tenant, run.input_items, builder.response, builder.events
+                )
             )
-        except Exception:
+        except (StoreFullError, StoreUnavailableError) as exc:
+            log.error("could not store response %s: %s", run.resource.id, exc)
+            run.unsaved = exc
+        except Exception as exc:
             log.exception("could not store response %s", run.resource.id)
+            run.unsaved = exc
 
 
-def _without_oldest(messages: list[ChatMessage], count: int) -> list[ChatMessage]:
-    """`messages` less the `count` oldest non-system ones, and any tool results that would
-    then lead the context without the call they answer."""
-    kept: list[ChatMessage] = []
-    dropped = 0
-    leading = True  # no non-system message kept yet
-    for index, message in enumerate(messages):
-        last = index == len(messages) - 1
-        if message.role == "system":
-            kept.append(message)
-        elif not last and (dropped < count or (leading and message.role == "tool")):
-            dropped += 1
-        else:
-            kept.append(message)
-            leading = False
-    return kept
+async def _retried(write: Callable[[], Awaitable[None]], tries: int = RECORD_TRIES) -> None:
+    """A finished run's record, tried again while the store is unreachable (it waits for a
+    restarting database itself, RECONNECT_SECONDS a try): the record replaces what it writes,
+    so a try that failed leaves nothing a second one would duplicate."""
+    for attempt in range(tries):
+        try:
+            await write()
+            return
+        except StoreUnavailableError:
+            if attempt == tries - 1:
+                raise
+            log.warning("the store is unreachable; recording again (%d/%d)", attempt + 2, tries)
 
 
 def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
@@ -485,12 +498,14 @@ def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
             "text.format.schema" if isinstance(body.text.format, TextFormatJsonSchema) else "tools"
         )
     for index, tool in enumerate(body.tools):
-        if tool.get("name") == exc.tool:
-            return (
-                f"tools[{index}].format"
-                if tool.get("type") == "custom"
-                else f"tools[{index}].parameters"
-            )
+        if isinstance(tool, CustomTool) and tool.name == exc.tool:
+            return f"tools[{index}].format"
+        if isinstance(tool, FunctionTool) and tool.name == exc.tool:
+            return f"tools[{index}].parameters"
+    for member in Names(body.tools).members:
+        if member.visible == exc.tool:
+            field = "format" if isinstance(member.tool, CustomTool) else "parameters"
+            return f"{member.where}.{field}"
     return "tools"
 
 
@@ -510,44 +525,3 @@ def _schema_format(fmt: TextFormat) -> SchemaFormat:
     if isinstance(fmt, TextFormatJsonSchema):
         return SchemaFormat(name=fmt.name, description=fmt.description, strict=fmt.strict)
     return SchemaFormat()
-
-
-def _echo_format(fmt: TextFormat) -> dict[str, Any]:
-    echoed: dict[str, Any] = fmt.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(fmt, TextFormatJsonSchema):
-        # The response echoes every json_schema field; strict defaults to false as in OpenAI's API.
-        echoed.update(description=fmt.description, strict=bool(fmt.strict))
-    return echoed
-
-
-def _echo_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The function and MCP tools, as the response echoes them (MCP without its secrets)."""
-    echoed = []
-    for tool in tools:
-        if tool.get("type") == "function":
-            echoed.append(_echo_tool(tool))
-        elif tool.get("type") == "mcp":
-            echoed.append(echo_mcp_tool(tool))
-        elif tool.get("type") == "file_search":
-            echoed.append(tool)
-    return echoed
-
-
-def _echo_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    strict = tool.get("strict")
-    return {
-        "type": "function",
-        "name": tool["name"],
-        "description": tool.get("description"),
-        "parameters": tool.get("parameters"),
-        "strict": True if strict is None else strict,
-    }
-
-
-def _echo_tool_choice(choice: Any) -> str | dict[str, Any]:
-    if isinstance(choice, str):
-        return choice
-    if isinstance(choice, dict):
-        return choice
-    dumped: dict[str, Any] = choice.model_dump(mode="json", exclude_none=True)
-    return dumped

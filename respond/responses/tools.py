@@ -8,29 +8,38 @@ cannot run, schemas the engine could not enforce, tool results for unknown calls
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from pydantic import ValidationError
 
 from respond.engines._base import Engine, FunctionSpec, ToolChoice, UnsupportedSchemaError
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
+    ApplyPatchCallInput,
+    ApplyPatchCallOutputInput,
+    ComputerCallInput,
+    ComputerCallOutputInput,
     CreateResponseBody,
     CustomToolCallInput,
     CustomToolCallOutputInput,
     FunctionCallInput,
     FunctionCallOutputInput,
-    FunctionTool,
     InputItem,
+    LocalShellCallInput,
+    LocalShellCallOutputInput,
+    ShellCallInput,
+    ShellCallOutputInput,
     TextFormatJsonObject,
     TextFormatJsonSchema,
+    ToolSearchCallInput,
+    ToolSearchOutputInput,
 )
+from respond.protocol.tools import FunctionTool, OtherTool
+from respond.responses.kinds import shown
+from respond.responses.kinds.custom_tool_call import shown as custom_shown
+from respond.responses.kinds.namespace import Member, Names
 
 __all__ = [
     "check_call_ids",
-    "custom_tool_names",
     "enforceable",
     "function_specs",
     "text_constraint",
@@ -39,27 +48,26 @@ __all__ = [
 
 log = logging.getLogger("respond.tools")
 
-_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_UNRUN_LOGGED: set[str] = set()  # the tool types respond does not run, logged once each
 
 
 def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpec]:
-    """The function tools the model may call, validated. Other tool types (hosted tools
-    such as web_search, which respond does not run) are left out and logged."""
+    """The function and custom tools the model may call, validated. Hosted tools (mcp,
+    file_search) are added by their families (hosted/); other tool types (such as
+    web_search, which respond does not run) are left out and logged."""
     specs: list[FunctionSpec] = []
     for index, tool in enumerate(body.tools):
         where = f"tools[{index}]"
-        kind = tool.get("type")
-        if not isinstance(kind, str):
-            raise APIError(400, "Each tool needs a 'type'.", param=f"{where}.type")
-        if kind == "custom":
-            specs.append(_custom_spec(tool, where))
-            continue
-        if kind in ("mcp", "file_search"):
-            continue  # hosted tools: hosted/mcp.py and hosted/file_search.py add them
-        if kind != "function":
-            log.info("tool type %r is not run by respond; the model does not see it", kind)
-            continue
-        specs.append(_function_spec(tool, where, engine))
+        if isinstance(tool, FunctionTool):
+            specs.append(_function_spec(tool, where, engine))
+        elif (seen := shown(tool)) is not None:
+            specs.append(seen.spec)  # custom, shell, apply_patch, ...: as their kind shows them
+        elif isinstance(tool, OtherTool) and tool.type not in _UNRUN_LOGGED:
+            # Once per process: Codex sends web_search with every request.
+            _UNRUN_LOGGED.add(tool.type)
+            log.info("tool type %r is not run by respond; the model does not see it", tool.type)
+    for member in Names(body.tools).members:
+        specs.append(_member_spec(member, engine))
     names = [spec.name for spec in specs]
     for index, name in enumerate(names):
         if name in names[:index]:
@@ -67,66 +75,31 @@ def function_specs(body: CreateResponseBody, engine: Engine) -> list[FunctionSpe
     return specs
 
 
-def _function_spec(tool: dict[str, Any], where: str, engine: Engine) -> FunctionSpec:
-    try:
-        parsed = FunctionTool.model_validate(tool)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in error["loc"])
-        raise APIError(
-            400,
-            f"Invalid value for '{where}.{field}': {error['msg']}.",
-            param=f"{where}.{field}",
-            code="invalid_value",
-        ) from exc
-    parameters = parsed.parameters or {"type": "object", "properties": {}}
+def _member_spec(member: Member, engine: Engine) -> FunctionSpec:
+    """A namespace's tool, shown as a function under its visible name, its description
+    naming its namespace."""
+    update = {"name": member.visible, "description": member.description}
+    tool = member.tool.model_copy(update=update)
+    if isinstance(tool, FunctionTool):
+        return _function_spec(tool, member.where, engine)
+    return custom_shown(tool).spec
+
+
+def _function_spec(tool: FunctionTool, where: str, engine: Engine) -> FunctionSpec:
+    parameters = tool.parameters or {"type": "object", "properties": {}}
     if parameters.get("type", "object") != "object":
         raise APIError(
             400,
-            f"Invalid schema for function '{parsed.name}': the parameters must be a JSON "
+            f"Invalid schema for function '{tool.name}': the parameters must be a JSON "
             "Schema of type 'object'.",
             param=f"{where}.parameters",
             code="invalid_function_parameters",
         )
-    strict = True if parsed.strict is None else parsed.strict
+    strict = True if tool.strict is None else tool.strict
     if strict:
-        _check_schema(engine, parameters, f"{where}.parameters", f"function '{parsed.name}'")
+        _check_schema(engine, parameters, f"{where}.parameters", f"function '{tool.name}'")
     return FunctionSpec(
-        name=parsed.name, description=parsed.description, parameters=parameters, strict=strict
-    )
-
-
-def custom_tool_names(body: CreateResponseBody) -> frozenset[str]:
-    """The names of `custom` tools: their calls become custom_tool_call items."""
-    return frozenset(str(tool.get("name")) for tool in body.tools if tool.get("type") == "custom")
-
-
-def _custom_spec(tool: dict[str, Any], where: str) -> FunctionSpec:
-    """A custom tool, shown to the model as a function taking one string, `input`, which
-    is constrained by the tool's regex format (Lark grammars are not enforced)."""
-    name = tool.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise APIError(
-            400,
-            f"Invalid value for '{where}.name': 1-64 characters of a-z, A-Z, 0-9, _ and -.",
-            param=f"{where}.name",
-            code="invalid_value",
-        )
-    fmt = tool.get("format") or {"type": "text"}
-    value: dict[str, Any] = {"type": "string"}
-    if fmt.get("type") == "grammar" and fmt.get("syntax") == "regex":
-        pattern = str(fmt.get("definition", ""))
-        value["pattern"] = f"^({pattern.removeprefix('^').removesuffix('$')})$"
-    elif fmt.get("type") == "grammar":
-        log.info("custom tool %r: %s grammars are not enforced", name, fmt.get("syntax"))
-    parameters = {
-        "type": "object",
-        "properties": {"input": value},
-        "required": ["input"],
-        "additionalProperties": False,
-    }
-    return FunctionSpec(
-        name=name, description=tool.get("description"), parameters=parameters, strict=True
+        name=tool.name, description=tool.description, parameters=parameters, strict=strict
     )
 
 
@@ -161,8 +134,9 @@ def tool_choice(
 ) -> ToolChoice:
     """The tool_choice as an engine sees it; names must be functions of this request.
 
-    `mcp_forced`: the function names of the hosted tools a {"type": "mcp"} or
-    {"type": "file_search"} choice names (resolved by hosted/mcp.py, hosted/file_search.py).
+    `mcp_forced`: the function names of the hosted tools a {"type": "mcp"},
+    {"type": "file_search"} or {"type": "code_interpreter"} choice names (resolved by
+    hosted/mcp.py, hosted/file_search.py, hosted/code_interpreter.py).
     """
     choice = body.tool_choice
     if choice == "required" and not specs:
@@ -176,10 +150,15 @@ def tool_choice(
     data = choice if isinstance(choice, dict) else choice.model_dump()
     kind = data.get("type")
     known = {spec.name for spec in specs}
-    if kind in ("mcp", "file_search") and mcp_forced:
+    # {"type": "shell"}, {"type": "apply_patch"}: a tool its kind shows, forced by its type.
+    by_type = _chosen_by_type(body)
+    if kind in ("mcp", "file_search", "code_interpreter") and mcp_forced:
         return ToolChoice(mode="required", allowed=mcp_forced)
+    if isinstance(kind, str) and kind in by_type:
+        return ToolChoice(mode="required", allowed=(by_type[kind],))
+    names = Names(body.tools)
     if kind in ("function", "custom"):
-        name = data.get("name")
+        name = names.chosen(data.get("name"), data.get("namespace"))
         _require_function(name, known, "tool_choice.name")
         return ToolChoice(mode="required", allowed=(str(name),))
     if kind == "allowed_tools":
@@ -189,13 +168,27 @@ def tool_choice(
         allowed: list[str] = []
         for index, tool in enumerate(data.get("tools") or []):
             where = f"tool_choice.tools[{index}]"
+            if isinstance(tool, dict) and tool.get("type") in by_type:
+                allowed.append(by_type[tool["type"]])
+                continue
             if not isinstance(tool, dict) or tool.get("type") not in ("function", "custom"):
                 _cannot_force(tool.get("type") if isinstance(tool, dict) else None, where)
-            _require_function(tool.get("name"), known, f"{where}.name")
-            allowed.append(str(tool["name"]))
+            name = names.chosen(tool.get("name"), tool.get("namespace"))
+            _require_function(name, known, f"{where}.name")
+            allowed.append(str(name))
         return ToolChoice(mode=mode, allowed=tuple(allowed))
     _cannot_force(kind, "tool_choice")
     raise AssertionError("unreachable")
+
+
+def _chosen_by_type(body: CreateResponseBody) -> dict[str, str]:
+    """tool_choice types that name a request tool (`shell`) -> the function the model sees."""
+    found = {}
+    for tool in body.tools:
+        seen = shown(tool)
+        if seen is not None and seen.choice is not None:
+            found[seen.choice] = seen.spec.name
+    return found
 
 
 def _require_function(name: Any, known: set[str], param: str) -> None:
@@ -245,15 +238,47 @@ def check_call_ids(items: Sequence[InputItem], *, new_from: int = 0) -> None:
     """
     calls: set[str] = set()
     for index, item in enumerate(items):
-        if isinstance(item, FunctionCallInput | CustomToolCallInput):
+        if isinstance(item, _CALLS) and item.call_id is not None:
             calls.add(item.call_id)
-        elif (
-            isinstance(item, FunctionCallOutputInput | CustomToolCallOutputInput)
-            and item.call_id not in calls
-        ):
+        elif isinstance(item, _OUTPUTS) and _answered(item) not in (None, *calls):
             raise APIError(
                 400,
-                f"No tool call found for function call output with call_id '{item.call_id}'.",
+                f"No tool call found for function call output with call_id '{_answered(item)}'.",
                 param=f"input[{index - new_from}].call_id",
                 code="invalid_value",
             )
+
+
+# Input items that are calls the client answers, and the outputs that answer them.
+_CALLS = (
+    FunctionCallInput,
+    CustomToolCallInput,
+    ShellCallInput,
+    LocalShellCallInput,
+    ApplyPatchCallInput,
+    ComputerCallInput,
+    ToolSearchCallInput,
+)
+_OUTPUTS = (
+    FunctionCallOutputInput,
+    CustomToolCallOutputInput,
+    ShellCallOutputInput,
+    LocalShellCallOutputInput,
+    ApplyPatchCallOutputInput,
+    ComputerCallOutputInput,
+    ToolSearchOutputInput,
+)
+
+
+def _answered(
+    item: FunctionCallOutputInput
+    | CustomToolCallOutputInput
+    | ShellCallOutputInput
+    | LocalShellCallOutputInput
+    | ApplyPatchCallOutputInput
+    | ComputerCallOutputInput
+    | ToolSearchOutputInput,
+) -> str | None:
+    """The call_id an output answers (a local_shell_call_output names it as its `id`; a
+    tool search respond ran answers none)."""
+    return item.id if isinstance(item, LocalShellCallOutputInput) else item.call_id

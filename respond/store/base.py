@@ -4,6 +4,22 @@ Everything is kept as wire JSON (plain dicts), so a stored object is exactly wha
 client saw. Every read and write names the tenant; an object of another tenant is
 reported as missing, never as forbidden, so ids reveal nothing across tenants.
 `tenant=None` (no API keys, or a plain key) is a tenant like any other.
+
+The contract every store keeps, SQLite and PostgreSQL alike (tests/unit/test_store.py runs
+the same cases on both, tests/e2e/test_store_load.py interleaves them from many clients):
+
+- One writer at a time: each operation is one transaction, and writes that touch the same
+  object are applied one after the other, never interleaved. SQLite has one writer connection
+  behind a lock (one write transaction in the whole store); on PostgreSQL a write holds the
+  rows it changes until it commits (and takes those it reads first with `FOR UPDATE`).
+- Reads never share a writer's transaction: a read runs in a read-only transaction of its own,
+  on a connection of its own, sees only committed data and never waits for a writer (SQLite's
+  WAL readers, PostgreSQL's MVCC). No two operations ever share a transaction, so no request
+  sees another's.
+- Every transaction is closed on every path: committed whole, or rolled back on any exception,
+  cancellation included (a request whose client hung up leaves nothing open for the next one).
+- A database that cannot be reached raises StoreUnavailableError (503 `store_unavailable`), one
+  out of space StoreFullError (507 `storage_full`); nothing is half-written either way.
 """
 
 from __future__ import annotations
@@ -16,9 +32,14 @@ from typing import Any, Literal
 __all__ = [
     "ItemOwner",
     "StoreError",
+    "StoreFullError",
+    "StoreUnavailableError",
     "UnknownCursorError",
     "ListQuery",
     "Page",
+    "ConversationStore",
+    "ResponseStore",
+    "RunQueue",
     "Store",
     "StoredResponse",
 ]
@@ -28,6 +49,25 @@ JSON = dict[str, Any]
 
 class StoreError(Exception):
     """A request the store cannot serve as asked; the API layer says why to the client."""
+
+
+class StoreFullError(StoreError):
+    """The database has no space left for a write: its disk (or quota) is full."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The server's store has no space left, so nothing can be saved; free space on "
+            "its disk (or its database's quota), then retry."
+        )
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached (restarting, down, the connection lost)."""
+
+    def __init__(self, cause: object) -> None:
+        super().__init__(
+            f"The server's store cannot be reached right now ({cause}); retry shortly."
+        )
 
 
 class UnknownCursorError(StoreError):
@@ -75,23 +115,8 @@ class Page:
         }
 
 
-class Store(ABC):
-    """Responses, their items and events, conversations; with a time to live."""
-
-    ttl_seconds: int
-    # True when one process owns the store (SQLite): every other runner is then dead.
-    exclusive: bool = False
-    # Told (operation, seconds, failed) after each operation; the app's metrics set it.
-    observer: Callable[[str, float, bool], None] | None = None
-
-    @abstractmethod
-    async def open(self) -> None:
-        """Connect and run pending migrations."""
-
-    @abstractmethod
-    async def close(self) -> None: ...
-
-    # ------------------------------------------------------------ responses
+class ResponseStore(ABC):
+    """Responses: each with its resolved input, its output items and its stream events."""
 
     @abstractmethod
     async def save_response(
@@ -151,6 +176,11 @@ class Store(ABC):
     async def find_item(self, tenant: str | None, item_id: str) -> JSON | None:
         """Any stored item of this tenant by id (for `item_reference` inputs)."""
 
+
+class RunQueue(ABC):
+    """Background runs waiting and running: who runs what, alive or not, and the signals
+    that reach them ("events", "cancel", "queued")."""
+
     @abstractmethod
     async def heartbeat(self, runner: str) -> None:
         """Say that process `runner` is alive."""
@@ -186,13 +216,19 @@ class Store(ABC):
         """Put a response `runner` claimed, and has not started, back in the queue."""
 
     @abstractmethod
+    async def hand_back(
+        self, runner: str, tenant: str | None, response_id: str, queued: JSON, keep: int
+    ) -> bool:
+        """Put a run `runner` started, and will not finish, back in the queue as it was
+        accepted: `queued` as its body, its first `keep` events, no runner. Only while it
+        is still this runner's and unfinished (False otherwise: nothing is written)."""
+
+    @abstractmethod
     async def end_unfinished(
         self, tenant: str | None, response_id: str, response: JSON, events: list[JSON]
     ) -> bool:
         """Atomically give a still unfinished response its last events (the terminal one
         last) and its final state. False when it has ended meanwhile: nothing is written."""
-
-    # ------------------------------------------------------------ signals
 
     @abstractmethod
     async def publish(self, kind: str, response_id: str) -> None:
@@ -203,7 +239,9 @@ class Store(ABC):
     def subscribe(self, handler: Callable[[str, str], None]) -> None:
         """Call `handler(kind, response_id)` for every signal published."""
 
-    # ------------------------------------------------------------ conversations
+
+class ConversationStore(ABC):
+    """Conversations and their items."""
 
     @abstractmethod
     async def create_conversation(
@@ -241,7 +279,28 @@ class Store(ABC):
         self, tenant: str | None, conversation_id: str, item_id: str
     ) -> bool: ...
 
-    # ------------------------------------------------------------ housekeeping
+
+class Store(ResponseStore, RunQueue, ConversationStore):
+    """Everything respond keeps, with a time to live: the three rooms, opened and closed
+    together, and purged of what has expired."""
+
+    ttl_seconds: int
+    # True when one process owns the store (SQLite): every other runner is then dead.
+    exclusive: bool = False
+    # Told (operation, seconds, failed) after each operation; the app's metrics set it.
+    observer: Callable[[str, float, bool], None] | None = None
+    # A write found no space left; the next write that commits clears it (the heartbeat
+    # writes every few seconds, so the service comes back on its own when space returns).
+    full: bool = False
+    # The database could not be reached; the next transaction that commits clears it.
+    unreachable: bool = False
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect and run pending migrations."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
 
     @abstractmethod
     async def purge_expired(self) -> int:

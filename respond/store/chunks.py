@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from respond.store._sql import _dump
 from respond.store.base import JSON
-from respond.store.sql import SQLStore, Tx, _dump
+from respond.store.sql import SQLStore, Tx
 
 __all__ = ["MAX_ATTEMPTS", "Chunk", "ChunkStore", "Claim", "drop_chunks", "query_terms"]
 
@@ -175,7 +176,7 @@ class ChunkStore:
     # ------------------------------------------------------------ reading and searching
 
     async def file_chunks(self, store_id: str, file_id: str) -> list[str]:
-        async with self.sql.transaction("file_chunks") as tx:
+        async with self.sql.transaction("file_chunks", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT text FROM chunks WHERE vector_store_id = ? AND file_id = ? "
                 "ORDER BY position",
@@ -206,7 +207,7 @@ class ChunkStore:
                 "AS score FROM chunks c, to_tsquery('english', ?) q "
                 f"WHERE c.tsv @@ q AND {inside} ORDER BY score DESC, c.id LIMIT ?"
             )
-        async with self.sql.transaction("search_lexical") as tx:
+        async with self.sql.transaction("search_lexical", readonly=True) as tx:
             rows = await tx.fetch(sql, match, *args, limit)
         return [Chunk(r[0], r[1], int(r[2]), r[3], float(r[4])) for r in rows]
 
@@ -215,7 +216,7 @@ class ChunkStore:
         if not scope:
             return []
         inside, args = _scope_sql(scope)
-        async with self.sql.transaction("search_vectors") as tx:
+        async with self.sql.transaction("search_vectors", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT c.vector_store_id, c.file_id, c.position, c.text, c.embedding "
                 f"FROM chunks c WHERE c.embedding IS NOT NULL AND {inside}",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from respond.store._sql import _dump, _tenant
 from respond.store.base import JSON, ListQuery, Page, UnknownCursorError
 from respond.store.chunks import drop_chunks
-from respond.store.sql import SQLStore, Tx, _dump, _tenant
+from respond.store.sql import SQLStore, Tx
 
-__all__ = ["FileStore"]
+__all__ = ["FileStore", "paged"]
 
 _STATUSES = ("in_progress", "completed", "failed", "cancelled")
 _DAY = 24 * 3600
@@ -42,7 +43,7 @@ class FileStore:
             )
 
     async def get_file(self, tenant: str | None, file_id: str) -> JSON | None:
-        async with self.sql.transaction("get_file") as tx:
+        async with self.sql.transaction("get_file", readonly=True) as tx:
             rows = await tx.fetch(
                 f"SELECT body FROM files WHERE id = ? AND tenant = ?{self._live()}",
                 file_id,
@@ -52,7 +53,7 @@ class FileStore:
         return json.loads(rows[0][0]) if rows else None
 
     async def file_content(self, tenant: str | None, file_id: str) -> tuple[JSON, bytes] | None:
-        async with self.sql.transaction("file_content") as tx:
+        async with self.sql.transaction("file_content", readonly=True) as tx:
             rows = await tx.fetch(
                 f"SELECT body, content FROM files WHERE id = ? AND tenant = ?{self._live()}",
                 file_id,
@@ -69,8 +70,8 @@ class FileStore:
         where, args = f"tenant = ?{self._live()}", [_tenant(tenant), self.sql._now()]
         if purpose is not None:
             where, args = f"{where} AND purpose = ?", [*args, purpose]
-        async with self.sql.transaction("list_files") as tx:
-            return await _page(tx, "files", "id", where, args, query)
+        async with self.sql.transaction("list_files", readonly=True) as tx:
+            return await paged(tx, "files", "id", where, args, query)
 
     async def delete_file(self, tenant: str | None, file_id: str) -> bool:
         """Delete a file; it leaves every vector store it was in (chunks included)."""
@@ -106,7 +107,7 @@ class FileStore:
             )
 
     async def get_vector_store(self, tenant: str | None, store_id: str) -> JSON | None:
-        async with self.sql.transaction("get_vector_store") as tx:
+        async with self.sql.transaction("get_vector_store", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT body FROM vector_stores WHERE id = ? AND tenant = ?",
                 store_id,
@@ -117,8 +118,8 @@ class FileStore:
             return await self._counted(tx, json.loads(rows[0][0]))
 
     async def list_vector_stores(self, tenant: str | None, query: ListQuery) -> Page:
-        async with self.sql.transaction("list_vector_stores") as tx:
-            page = await _page(tx, "vector_stores", "id", "tenant = ?", [_tenant(tenant)], query)
+        async with self.sql.transaction("list_vector_stores", readonly=True) as tx:
+            page = await paged(tx, "vector_stores", "id", "tenant = ?", [_tenant(tenant)], query)
             page.data[:] = [await self._counted(tx, store) for store in page.data]
         return page
 
@@ -223,7 +224,7 @@ class FileStore:
         return True
 
     async def get_store_file(self, tenant: str | None, store_id: str, file_id: str) -> JSON | None:
-        async with self.sql.transaction("get_vector_store_file") as tx:
+        async with self.sql.transaction("get_vector_store_file", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT body FROM vector_store_files WHERE vector_store_id = ? AND file_id = ? "
                 "AND tenant = ?",
@@ -246,8 +247,8 @@ class FileStore:
         for column, value in (("status", status), ("batch_id", batch_id)):
             if value is not None:
                 where, args = f"{where} AND {column} = ?", [*args, value]
-        async with self.sql.transaction("list_vector_store_files") as tx:
-            return await _page(tx, "vector_store_files", "file_id", where, args, query)
+        async with self.sql.transaction("list_vector_store_files", readonly=True) as tx:
+            return await paged(tx, "vector_store_files", "file_id", where, args, query)
 
     async def all_store_files(
         self, tenant: str | None, store_ids: list[str]
@@ -257,7 +258,7 @@ class FileStore:
         if not store_ids:
             return []
         marks = ", ".join("?" for _ in store_ids)
-        async with self.sql.transaction("all_vector_store_files") as tx:
+        async with self.sql.transaction("all_vector_store_files", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT v.body, f.body FROM vector_store_files v JOIN files f ON f.id = v.file_id "
                 f"WHERE v.vector_store_id IN ({marks}) AND v.tenant = ?",
@@ -322,7 +323,7 @@ class FileStore:
 
     async def get_batch(self, tenant: str | None, store_id: str, batch_id: str) -> JSON | None:
         """The batch with its file counts and status as of now."""
-        async with self.sql.transaction("get_file_batch") as tx:
+        async with self.sql.transaction("get_file_batch", readonly=True) as tx:
             rows = await tx.fetch(
                 "SELECT body FROM file_batches WHERE id = ? AND vector_store_id = ? AND tenant = ?",
                 batch_id,
@@ -377,7 +378,7 @@ class FileStore:
         return True
 
 
-async def _page(
+async def paged(
     tx: Tx, table: str, key: str, where: str, args: list[Any], query: ListQuery
 ) -> Page:
     """A page of `table` in creation order; `after` / `before` name a `key`."""

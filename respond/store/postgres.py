@@ -8,6 +8,7 @@ so replicas starting together migrate once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
+from respond.store.base import StoreFullError, StoreUnavailableError
 from respond.store.sql import SQLStore, Tx
 
 __all__ = ["PostgresStore", "split_schema"]
@@ -25,6 +27,14 @@ __all__ = ["PostgresStore", "split_schema"]
 log = logging.getLogger("respond.store")
 
 MIGRATION_LOCK = 0x7265_7370  # "resp": any constant shared by all replicas
+RECONNECT_SECONDS = 10.0  # how long a transaction waits for a database that is restarting
+# The database is not there: down, restarting, or the connection was lost with it.
+_UNREACHABLE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,  # shutting down, starting up
+    asyncpg.InterfaceError,  # the connection is closed
+    OSError,  # refused, reset, timed out
+)
 
 
 def split_schema(url: str) -> tuple[str, str]:
@@ -138,7 +148,47 @@ class PostgresStore(SQLStore):
         await tx.fetch("SELECT pg_advisory_xact_lock(?)", MIGRATION_LOCK)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[Tx]:
-        assert self.pool is not None, "the store is not open"
-        async with self.pool.acquire() as conn, conn.transaction():
-            yield _PostgresTx(conn)
+    async def _transaction(self, *, readonly: bool = False) -> AsyncIterator[Tx]:
+        pool = self.pool
+        assert pool is not None, "the store is not open"
+        conn, tx = await self._begin(pool, readonly)
+        try:
+            try:
+                yield _PostgresTx(conn)
+            except BaseException:
+                with contextlib.suppress(*_UNREACHABLE):
+                    await tx.rollback()
+                raise
+            await tx.commit()
+        except asyncpg.DiskFullError as exc:
+            raise StoreFullError() from exc
+        except _UNREACHABLE as exc:
+            raise StoreUnavailableError(exc) from exc
+        finally:
+            # Shielded by asyncpg, and a connection still in a transaction is rolled back.
+            await pool.release(conn)
+
+    async def _begin(
+        self, pool: asyncpg.Pool, readonly: bool
+    ) -> tuple[asyncpg.Connection, asyncpg.transaction.Transaction]:
+        """A pooled connection with its transaction begun. A connection that died with the
+        database (a restart) fails at BEGIN, before anything was done: it is dropped and
+        another tried, for up to RECONNECT_SECONDS, so a restart costs a pause, not errors."""
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while True:
+            conn = None
+            try:
+                conn = await pool.acquire()
+                tx = conn.transaction(readonly=readonly)
+                await tx.start()
+                return conn, tx
+            except _UNREACHABLE as exc:
+                if conn is not None:
+                    await pool.release(conn)
+                if time.monotonic() >= deadline:
+                    raise StoreUnavailableError(exc) from exc
+                await asyncio.sleep(0.25)
+            except BaseException:
+                if conn is not None:
+                    await pool.release(conn)
+                raise

@@ -1,9 +1,18 @@
 """The default store: one SQLite file in the data directory, in WAL mode.
 
-sqlite3 blocks, so every statement runs on one dedicated thread (statements of one
-connection must not interleave); transactions take an asyncio lock, so concurrent
-requests queue instead of colliding. A single respond process owns a data directory
-(an exclusive lock file enforces it): crash recovery relies on that.
+sqlite3 blocks, so each connection runs its statements on a thread of its own, one at a
+time and in the order they were submitted, each one to the end even if its caller is
+cancelled. That order is what keeps transactions whole: whatever a cancelled request left
+running, the ROLLBACK submitted after it runs after it, and before the next BEGIN.
+
+- Writes go through the one writer connection, one transaction at a time (an asyncio lock):
+  SQLite allows one writer, so they queue here instead of colliding in the database.
+- Reads go to a small pool of reader connections. In WAL mode a reader sees the last
+  commit as of its BEGIN and neither waits for the writer nor holds it up, so a GET or a
+  stream resume never waits behind (or shares) a writer's transaction.
+
+A single respond process owns a data directory (an exclusive lock file enforces it): crash
+recovery relies on that.
 """
 
 from __future__ import annotations
@@ -19,25 +28,104 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from respond.store.base import StoreFullError
 from respond.store.sql import SQLStore, Tx
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 
+READERS = 4  # reader connections: GETs, resumes and searches run this many at once
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # BEGIN may itself have failed (or never run): there may be nothing to roll back.
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        _rollback(conn)  # a failed COMMIT (a full disk) leaves the transaction open
+        raise
+
+
+def _no_space_said(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+    try:
+        return fn(conn)
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            raise StoreFullError() from exc
+        raise
+
+
+class _Connection:
+    """One sqlite3 connection and the one thread that runs its statements, in order."""
+
+    def __init__(self, path: Path, *, reader: bool) -> None:
+        self._path = path
+        self._reader = reader
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="respond-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=10000")
+        if self._reader:
+            conn.execute("PRAGMA query_only=ON")
+        else:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL survives a process crash (a power cut may lose the last commits).
+            conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn = conn
+
+    async def open(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._connect)
+
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Submit `fn` at once; it runs whether or not the caller still waits for it.
+
+        A cancelled caller must not take its statement out of the queue: anyio (under
+        Starlette's streaming responses) cancels a task again at every await, so a ROLLBACK
+        awaited by a cancelled task would be dropped before it ran, and the transaction left
+        open for the next one. Shielded, every statement runs, in order.
+        """
+        conn = self._conn
+        assert conn is not None, "the store is not open"
+        return asyncio.shield(asyncio.wrap_future(self._thread.submit(_no_space_said, fn, conn)))
+
+    @asynccontextmanager
+    async def transaction(self, begin: str) -> AsyncIterator[Tx]:
+        """BEGIN .. COMMIT, or ROLLBACK on any exception (cancellation too); BEGIN inside."""
+        try:
+            await self.run(lambda c: c.execute(begin))
+            yield _SQLiteTx(self)
+        except BaseException:
+            await self.run(_rollback)
+            raise
+        await self.run(_commit)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, conn.close)
+        self._thread.shutdown(wait=True)
+
 
 class _SQLiteTx:
-    def __init__(self, store: SQLiteStore) -> None:
-        self._store = store
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return await self._store._run(lambda c: c.execute(sql, args).rowcount)
+        return await self._conn.run(lambda c: c.execute(sql, args).rowcount)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._store._run(lambda c: c.executemany(sql, rows))
+        await self._conn.run(lambda c: c.executemany(sql, rows))
 
     async def fetch(self, sql: str, *args: Any) -> list[Sequence[Any]]:
-        return await self._store._run(lambda c: c.execute(sql, args).fetchall())
+        return await self._conn.run(lambda c: c.execute(sql, args).fetchall())
 
 
 class SQLiteStore(SQLStore):
@@ -49,16 +137,22 @@ class SQLiteStore(SQLStore):
     ) -> None:
         super().__init__(ttl_seconds=ttl_seconds, clock=clock)
         self.path = path
-        self._conn: sqlite3.Connection | None = None
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="respond-sqlite")
-        self._lock = asyncio.Lock()
+        self._writer = _Connection(path, reader=False)
+        self._write_lock = asyncio.Lock()
+        self._readers: asyncio.Queue[_Connection] = asyncio.Queue()
+        self._all_readers: list[_Connection] = []
         self._lock_fd: int | None = None
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._take_directory()
-        self._conn = await self._call(self._connect)
+        await self._writer.open()  # first: it switches the file to WAL
         await self.migrate()
+        for _ in range(READERS):
+            reader = _Connection(self.path, reader=True)
+            await reader.open()
+            self._all_readers.append(reader)
+            self._readers.put_nowait(reader)
 
     def _take_directory(self) -> None:
         fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -72,41 +166,25 @@ class SQLiteStore(SQLStore):
             ) from None
         self._lock_fd = fd
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # In WAL mode NORMAL survives a process crash (a power cut may lose the last commits).
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=10000")
-        return conn
-
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            async with self._lock:
-                await self._call(conn.close)
-        self._thread.shutdown(wait=True)
+        async with self._write_lock:
+            await self._writer.close()
+        for reader in self._all_readers:
+            await reader.close()
+        self._all_readers.clear()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _call(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        # Submitted at once, in order: even if the caller is cancelled while waiting,
-        # a later ROLLBACK still runs after this statement, on the same thread.
-        return asyncio.get_running_loop().run_in_executor(self._thread, fn)
-
-    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        conn = self._conn
-        assert conn is not None, "the store is not open"
-        return self._call(lambda: fn(conn))
-
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[Tx]:
-        async with self._lock:
-            await self._run(lambda c: c.execute("BEGIN IMMEDIATE"))
+    async def _transaction(self, *, readonly: bool = False) -> AsyncIterator[Tx]:
+        if readonly:
+            reader = await self._readers.get()
             try:
-                yield _SQLiteTx(self)
-            except BaseException:
-                await self._run(lambda c: c.execute("ROLLBACK"))
-                raise
-            await self._run(lambda c: c.execute("COMMIT"))
+                async with reader.transaction("BEGIN") as tx:
+                    yield tx
+            finally:
+                self._readers.put_nowait(reader)  # after its ROLLBACK/COMMIT was submitted
+        else:
+            async with self._write_lock, self._writer.transaction("BEGIN IMMEDIATE") as tx:
+                yield tx

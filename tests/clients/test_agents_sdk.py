@@ -16,9 +16,16 @@ import openai
 import pytest
 from agents import (
     Agent,
+    ApplyPatchOperation,
+    ApplyPatchResult,
+    ApplyPatchTool,
     ModelSettings,
     OpenAIResponsesModel,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
     Runner,
+    ShellCommandRequest,
+    ShellTool,
     function_tool,
     responses_websocket_session,
     set_tracing_disabled,
@@ -189,3 +196,52 @@ async def test_websocket_transport_two_turns(server: Server) -> None:
     # Both turns really went over the socket (the server logs each WebSocket turn).
     assert f"WS /v1/responses {first.last_response_id}" in server.log()
     assert f"WS /v1/responses {streamed.last_response_id}" in server.log()
+
+
+async def test_shell_tool_runs_a_forced_call(client: openai.AsyncOpenAI) -> None:
+    ran: list[list[str]] = []
+
+    def execute(request: ShellCommandRequest) -> str:
+        ran.append(list(request.data.action.commands))
+        return "README.md\n"
+
+    def stop(error: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
+        # After the forced turn tool_choice is "auto", and the tiny model may go on calling
+        # the shell: the run stops at max_turns with the calls and outputs it has.
+        return RunErrorHandlerResult(final_output="stopped")
+
+    shell = agent(client, tool_choice="required", max_tokens=256)
+    shell.tools = [ShellTool(executor=execute, environment={"type": "local"})]
+    result = await Runner.run(
+        shell, "List the files in this folder.", max_turns=2, error_handlers={"max_turns": stop}
+    )
+    assert ran and all(ran), "the SDK ran the shell call's commands"
+    # The second turn sent the shell_call and its shell_call_output back: respond took them.
+    assert len(result.raw_responses) == 2
+    assert any(isinstance(item, ToolCallOutputItem) for item in result.new_items)
+
+
+class Editor:
+    def __init__(self) -> None:
+        self.operations: list[ApplyPatchOperation] = []
+
+    def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        self.operations.append(operation)
+        return ApplyPatchResult(output="created")
+
+    def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        self.operations.append(operation)
+        return ApplyPatchResult(output="updated")
+
+    def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        self.operations.append(operation)
+        return ApplyPatchResult(output="deleted")
+
+
+async def test_apply_patch_tool_runs_a_forced_call(client: openai.AsyncOpenAI) -> None:
+    editor = Editor()
+    patching = agent(client, tool_choice="required", max_tokens=96)
+    patching.tools = [ApplyPatchTool(editor=editor)]
+    result = await Runner.run(patching, "Create hello.txt saying hello.", max_turns=3)
+    assert editor.operations and editor.operations[0].path, "the SDK applied the patch"
+    assert any(isinstance(item, ToolCallOutputItem) for item in result.new_items)

@@ -11,11 +11,19 @@ chained with previous_response_id) are sent as Codex sends them.
 Two settings keep the tiny bundled model's turn short and deterministic on two cores: a
 one-line instructions file instead of Codex's 17 KB system prompt, and a server started
 with `--temp 0` (Codex sends no temperature) and `-n 48`.
+
+With an MCP server configured (`@modelcontextprotocol/server-everything` over stdio, as
+`mcp_servers` in config.toml) Codex sends the server's tools as a `namespace` tool whose
+description is the server's instructions: the bundled model's prompt holds them, and a call
+of one (scripted by the FAKE engine: the tiny model picks no tool by itself) comes back to
+Codex as the namespace's call, which Codex runs on the MCP server and answers.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,37 +32,46 @@ from typing import Any
 import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support.fake_server import start_fake_server
+from tests.support.fake_server import recorded_turns, start_fake_server
 from tests.support.server import Server, start_server
 
 NODE = Path(__file__).resolve().parent / "node"
 CODEX = NODE / "node_modules" / ".bin" / "codex"
+EVERYTHING = NODE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+# Two of the everything server's 15 tools: Codex's prompt with all of them would not fit the
+# bundled model's 8k window.
+MCP_TOOLS = ("echo", "get-sum")
+NAMESPACE = "mcp__everything"  # the namespace Codex puts the `everything` server's tools in
 KEY = "codex-test-key"
 PROMPT = "Reply with one word: yes or no?"
 # A warning item Codex emits for any model it has no built-in metadata for.
-METADATA_WARNING = f"Model metadata for `{BUNDLED_ALIAS}` not found"
+METADATA_WARNING = "Model metadata for `{}` not found"
 
 
 @pytest.fixture(scope="module")
 def codex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not CODEX.exists():
         pytest.fail("Codex CLI is not installed: run `make node-clients` (part of `make test`)")
+    # Codex's tools (shell, apply_patch, its namespaces) reach the model: its first prompt is
+    # about 5,300 tokens, so the model's whole 8k window, in one slot.
     srv = start_server(
         Path(tmp_path_factory.mktemp("codex-server")),
-        *("--threads", "2", "-n", "48", "--temp", "0", "--api-key", KEY),
+        *("--threads", "2", "-n", "48", "--temp", "0", "--api-key", KEY, "-c", "8192", "-np", "1"),
     )
     yield srv
     srv.stop()
 
 
-def codex_home(tmp: Path, server: Server, *, websockets: bool) -> Path:
+def codex_home(
+    tmp: Path, server: Server, *, websockets: bool, model: str = BUNDLED_ALIAS, mcp: bool = False
+) -> Path:
     home = tmp / "codex-home"
     home.mkdir()
     instructions = home / "instructions.md"
     instructions.write_text("You are a coding agent in a terminal. Answer in one short sentence.\n")
     (home / "config.toml").write_text(
         f"""\
-model = "{BUNDLED_ALIAS}"
+model = "{model}"
 model_provider = "respond"
 model_instructions_file = "{instructions}"
 
@@ -68,17 +85,44 @@ supports_websockets = {"true" if websockets else "false"}
 request_max_retries = 0
 stream_max_retries = 0
 """
+        + (mcp_config() if mcp else "")
     )
     return home
 
 
-def run_codex(tmp: Path, server: Server, *, websockets: bool) -> tuple[list[dict[str, Any]], str]:
+def mcp_config() -> str:
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        pytest.fail("node or server-everything is not installed: run `make node-clients`")
+    return f"""
+[mcp_servers.everything]
+command = "{node}"
+args = ["{EVERYTHING / "index.js"}", "stdio"]
+enabled_tools = {json.dumps(list(MCP_TOOLS))}
+startup_timeout_sec = 60
+# Codex waits for a required server before its first request; else it may go without it.
+required = true
+
+# Without Codex's sub-agent namespace and goal tools the prompt is about 3,000 tokens
+# shorter, which the tiny model on two cores needs; the server's is the only namespace.
+[features]
+goals = false
+
+[agents]
+enabled = false
+"""
+
+
+def run_codex(
+    tmp: Path, server: Server, *, websockets: bool, model: str = BUNDLED_ALIAS, mcp: bool = False
+) -> tuple[list[dict[str, Any]], str]:
     work = tmp / "work"
     work.mkdir()
+    home = codex_home(tmp, server, websockets=websockets, model=model, mcp=mcp)
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(tmp),
-        "CODEX_HOME": str(codex_home(tmp, server, websockets=websockets)),
+        "CODEX_HOME": str(home),
         "RESPOND_API_KEY": KEY,
     }
     done = subprocess.run(
@@ -95,7 +139,9 @@ def run_codex(tmp: Path, server: Server, *, websockets: bool) -> tuple[list[dict
     return events, done.stderr
 
 
-def assert_clean_turn(events: list[dict[str, Any]], stderr: str) -> None:
+def assert_clean_turn(
+    events: list[dict[str, Any]], stderr: str, *, model: str = BUNDLED_ALIAS
+) -> None:
     kinds = [event["type"] for event in events]
     assert "turn.completed" in kinds and "turn.failed" not in kinds, kinds
     assert "error" not in kinds, events
@@ -104,7 +150,8 @@ def assert_clean_turn(events: list[dict[str, Any]], stderr: str) -> None:
         for event in events
         if event["type"] == "item.completed" and event["item"]["type"] == "error"
     ]
-    assert all(message.startswith(METADATA_WARNING) for message in errors), errors
+    warning = METADATA_WARNING.format(model)
+    assert all(message.startswith(warning) for message in errors), errors
     messages = [
         event["item"]["text"]
         for event in events
@@ -168,3 +215,99 @@ def test_codex_shows_reasoning_from_a_thinking_model(tmp_path: Path) -> None:
     shown = done.stdout + done.stderr
     assert thought in shown, shown
     assert shown.index(thought) < shown.rindex("Yes.")
+
+
+def everything_listing() -> tuple[str, dict[str, str]]:
+    """The everything server's instructions and its tools' descriptions, asked over stdio
+    (newline-delimited JSON-RPC) the way Codex asks them."""
+    node = shutil.which("node")
+    assert node is not None
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "tests", "version": "1"},
+    }
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    answers: dict[int, Any] = {}
+    with subprocess.Popen(
+        [node, str(EVERYTHING / "index.js"), "stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+            server.stdin.flush()
+            while len(answers) < 2:
+                message = json.loads(server.stdout.readline())
+                if message.get("id") in (1, 2):
+                    answers[message["id"]] = message["result"]
+        finally:
+            server.kill()
+    tools = {tool["name"]: tool["description"] for tool in answers[2]["tools"]}
+    return answers[1]["instructions"], tools
+
+
+def logged_prompts(log: str) -> list[str]:
+    """The prompts the embedded engine logged at debug: each runs to the next log line."""
+    parts = re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ )", log)
+    return [part for part in parts if " DEBUG respond.engine: prompt, " in part]
+
+
+def test_codex_shows_an_mcp_servers_tools_to_the_model(tmp_path: Path) -> None:
+    """Codex sends the everything server's tools as a namespace: the bundled model's
+    prompt (logged at `--log-level debug`) holds each tool, its description naming the
+    namespace, and the server's instructions (the namespace's description), once."""
+    instructions, described = everything_listing()
+    server = start_server(
+        tmp_path / "server",
+        *("--threads", "2", "-n", "48", "--temp", "0", "--api-key", KEY, "-c", "8192"),
+        *("-np", "1", "--log-level", "debug"),
+    )
+    try:
+        events, stderr = run_codex(tmp_path, server, websockets=False, mcp=True)
+        log = server.log()
+    finally:
+        server.stop()
+    assert_clean_turn(events, stderr)
+    (prompt,) = logged_prompts(log)
+    for name in MCP_TOOLS:
+        # As the chat template writes the function: its description in a JSON string.
+        shown = json.dumps(f"{described[name]}\n\nPart of {NAMESPACE}.", ensure_ascii=False)
+        assert shown in prompt, (name, prompt)
+    assert prompt.count(f"- {NAMESPACE}: {instructions.strip()}") == 1, prompt
+
+
+def test_codex_runs_a_namespaced_mcp_call(tmp_path: Path) -> None:
+    """The FAKE scripted engine calls `echo` (the name the model sees the namespace's
+    member by): respond returns it as a `function_call` with `namespace`, Codex runs it on
+    the everything server and sends its `function_call_output` back, which respond
+    accepts and shows the model, whose answer ends the turn."""
+    message = "hello from respond"
+    script = [
+        [{"call": "echo", "arguments": json.dumps({"message": message})}],
+        [{"text": "Echoed."}],
+    ]
+    server, record = start_fake_server(tmp_path / "server", script)
+    try:
+        events, stderr = run_codex(tmp_path, server, websockets=False, model="fake-model", mcp=True)
+    finally:
+        server.stop()
+    assert_clean_turn(events, stderr, model="fake-model")
+    items = [event["item"] for event in events if event["type"] == "item.completed"]
+    calls = [item for item in items if item["type"] == "mcp_tool_call"]
+    assert [(c["server"], c["tool"], c["status"]) for c in calls] == [
+        ("everything", "echo", "completed")
+    ], calls
+    assert [item["text"] for item in items if item["type"] == "agent_message"] == ["Echoed."]
+    first, second = recorded_turns(record)
+    assert "echo" in first["tools"]
+    assert f"- {NAMESPACE}: " in first["messages"][0]["content"]  # the system prompt
+    answers = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(answers) == 1 and f"Echo: {message}" in answers[0]["content"], answers

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -76,7 +78,7 @@ def test_bind_tools_required_call_streams(server: Server) -> None:
     model = chat(server, max_tokens=48).bind_tools([get_weather], tool_choice="required")
     chunks = list(model.stream("What is the weather in Oslo?"))
     assert len(chunks) > 1 and all(isinstance(chunk, AIMessageChunk) for chunk in chunks)
-    whole = chunks[0]
+    whole: Any = chunks[0]  # langchain types `+` on messages as building a prompt template
     for chunk in chunks[1:]:
         whole += chunk
     assert isinstance(whole, AIMessageChunk)

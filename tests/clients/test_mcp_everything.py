@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support import processes
 from tests.support.clients import openai_client
 from tests.support.server import Server, free_port
 
@@ -35,19 +36,17 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = Path(tmp_path_factory.mktemp("everything")) / "server.log"
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        process = processes.spawn(
             [node, str(EVERYTHING / "dist" / "index.js"), "streamableHttp"],
             env={**os.environ, "PORT": str(port)},
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            log=out,
         )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         _wait_listening(port, process, log)
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=15)
+        processes.stop(process)
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 import openai
@@ -22,7 +22,14 @@ from tests.support.server import Server, start_server
 MODEL = "smollm2-135m"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 ACTIVE = ("queued", "in_progress")
-LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
+
+
+class _Long(TypedDict):
+    input: str
+    max_output_tokens: int
+
+
+LONG: _Long = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
 
 
 @pytest.fixture

@@ -84,15 +84,15 @@ def test_server_defaults_apply_to_chat_completions(greedy: Server) -> None:
 
 
 def test_server_defaults_apply_to_streamed_chat_completions(greedy: Server) -> None:
-    client = openai_client(greedy.base_url)
-    chunks = list(
-        client.chat.completions.create(
-            model="smollm2-135m",
-            messages=[{"role": "user", "content": STORY}],
-            stream=True,
-            stream_options={"include_usage": True},
+    with openai_client(greedy.base_url) as client:
+        chunks = list(
+            client.chat.completions.create(
+                model="smollm2-135m",
+                messages=[{"role": "user", "content": STORY}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
         )
-    )
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 8
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
     assert finishes[-1] == "length"
@@ -146,12 +146,12 @@ def test_reasoning_comes_back_as_reasoning_content(thinker: Server) -> None:
 
 
 def test_reasoning_streams_as_reasoning_content_deltas(thinker: Server) -> None:
-    client = openai_client(thinker.base_url)
-    chunks = list(
-        client.chat.completions.create(
-            model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+    with openai_client(thinker.base_url) as client:
+        chunks = list(
+            client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
         )
-    )
     deltas = [c.choices[0].delta for c in chunks if c.choices]
     reasoning = "".join((d.model_extra or {}).get("reasoning_content") or "" for d in deltas)
     assert reasoning == "The user says hi.\nBe brief."
@@ -214,7 +214,7 @@ def test_malformed_messages_are_a_400_naming_them(
 
 
 def test_bad_tools_and_formats_name_the_chat_fields(thinker: Server) -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"tools": [{"type": "function"}]}, "tools[0].function"),
         ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools[0].function.name"),
         (

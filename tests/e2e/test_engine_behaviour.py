@@ -23,7 +23,7 @@ def post(server: Server, body: dict[str, Any], timeout: float = 120) -> dict[str
     return result
 
 
-def generation_lines(server: Server, since: int) -> list[str]:
+def generation_lines(server: Server, since: int) -> list[tuple[str, str]]:
     return re.findall(r"generation (\w+) after (\d+) tokens", server.log()[since:])
 
 
@@ -140,7 +140,7 @@ def test_non_stream_disconnect_stops_generation(server: Server) -> None:
 def test_concurrent_requests_take_turns_and_health_stays_up(
     server: Server, client: openai.OpenAI
 ) -> None:
-    results: list[str] = []
+    results: list[str | None] = []
 
     def ask(n: int) -> None:
         r = client.responses.create(model="smollm2-135m", input=f"Say {n}.", max_output_tokens=24)

@@ -295,6 +295,7 @@ def test_static_chunking(client: openai.OpenAI) -> None:
 
 def test_bad_vector_store_requests(server: Server, client: openai.OpenAI) -> None:
     store = client.vector_stores.create(name="errors")
+    exc: pytest.ExceptionInfo[openai.APIStatusError]  # a 404 first, then 400s
     with pytest.raises(openai.NotFoundError) as exc:
         client.vector_stores.search("vs_nope", query="x")
     assert error_of(exc)["code"] == "vector_store_not_found"
@@ -306,7 +307,7 @@ def test_bad_vector_store_requests(server: Server, client: openai.OpenAI) -> Non
         client.vector_stores.search(store.id, query="x", filters=bad)  # type: ignore[arg-type]
     assert error_of(exc)["param"] == "filters.value"
     with pytest.raises(openai.BadRequestError) as exc:
-        client.vector_stores.search(store.id, query="x", filters={"type": "near", "key": "a"})  # type: ignore[arg-type,typeddict-item]
+        client.vector_stores.search(store.id, query="x", filters={"type": "near", "key": "a"})  # type: ignore[arg-type]
     assert error_of(exc)["param"].startswith("filters")
     with pytest.raises(openai.BadRequestError) as exc:
         client.vector_stores.create(
@@ -324,6 +325,7 @@ def test_vector_store_lifecycle(client: openai.OpenAI) -> None:
     store = client.vector_stores.create(
         name="life", expires_after={"anchor": "last_active_at", "days": 2}
     )
+    assert store.last_active_at is not None
     assert store.expires_at == store.last_active_at + 2 * 86400
     renamed = client.vector_stores.update(store.id, name="renamed", metadata={"k": "v"})
     assert renamed.name == "renamed" and renamed.metadata == {"k": "v"}

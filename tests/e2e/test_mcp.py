@@ -95,10 +95,10 @@ def kinds(response: dict[str, Any]) -> list[str]:
     return [item["type"] for item in response["output"]]
 
 
-def listed_only_by_calls(mcp: McpTestServer, since: int) -> bool:
-    """No tools/list beyond the one the mcp client's own call session makes (it validates
-    each result against the tool's output schema): respond itself did not list again."""
-    return len(calls_to(mcp, "tools/list", since)) == len(calls_to(mcp, "tools/call", since))
+def listed_again(mcp: McpTestServer, since: int) -> bool:
+    """Whether anything listed the tools since `since`: respond itself, or the mcp client
+    inside a call (it lists to validate results unless told the tools it has)."""
+    return bool(calls_to(mcp, "tools/list", since))
 
 
 def calls_to(mcp: McpTestServer, method: str, since: int = 0) -> list[dict[str, Any]]:
@@ -129,6 +129,7 @@ def test_a_call_with_never_runs_inside_the_response(sdk: openai.OpenAI, mcp: Mcp
     assert call["output"] == mcp.nonce
     assert "error" not in call
     assert [r["headers"]["mcp-name"] for r in calls_to(mcp, "tools/call", mark)] == ["get_nonce"]
+    assert len(calls_to(mcp, "tools/list", mark)) == 1  # the listing; the call lists nothing
     stored = sdk.responses.retrieve(response["id"]).model_dump(mode="json", exclude_none=True)
     assert stored["output"] == response["output"]
 
@@ -202,7 +203,7 @@ def test_approval_round_trip_approve(sdk: openai.OpenAI, mcp: McpTestServer) -> 
     call = second["output"][0]
     assert call["approval_request_id"] == request["id"]
     assert call["output"] == mcp.nonce
-    assert listed_only_by_calls(mcp, mark)
+    assert not listed_again(mcp, mark)
     assert len(calls_to(mcp, "tools/call", mark)) == 1
     items = sdk.responses.input_items.list(second["id"]).model_dump(mode="json")["data"]
     assert [item["type"] for item in items] == ["mcp_approval_response"]
@@ -316,7 +317,7 @@ def test_a_chained_turn_does_not_list_again(sdk: openai.OpenAI, mcp: McpTestServ
     mark = len(mcp.requests())
     second = create(sdk, previous_response_id=first["id"], input="Again.", tools=tools, **FORCED)
     assert "mcp_list_tools" not in kinds(second)
-    assert listed_only_by_calls(mcp, mark)
+    assert not listed_again(mcp, mark)
     assert second["output"][0]["type"] == "mcp_call"
     assert second["output"][0]["output"] == mcp.nonce
 
@@ -332,7 +333,7 @@ def test_a_conversation_keeps_the_mcp_items(sdk: openai.OpenAI, mcp: McpTestServ
     mark = len(mcp.requests())
     second = create(sdk, conversation=conversation.id, input="Again.", tools=tools, **FORCED)
     assert "mcp_list_tools" not in kinds(second)  # the conversation's listing is reused
-    assert listed_only_by_calls(mcp, mark)
+    assert not listed_again(mcp, mark)
     assert first["conversation"] == second["conversation"] == {"id": conversation.id}
 
 
@@ -419,8 +420,12 @@ def test_authorization_goes_to_its_server_only_and_is_never_kept(
     assert caught.value.status_code == 424 and "'secure'" in caught.value.message
 
 
-def test_the_sse_transport(tmp_path: Path, sdk: openai.OpenAI) -> None:
-    sse = start_mcp_server(tmp_path, transport="sse")
+@pytest.mark.parametrize("path", ["/sse", "/events"])
+def test_the_sse_transport(tmp_path: Path, sdk: openai.OpenAI, path: str) -> None:
+    """A server that speaks only the older HTTP+SSE transport. At a URL that does not say
+    so (/events), respond tries Streamable HTTP first, is refused, and opens the SSE stream
+    with GET, as the MCP specification's backwards-compatibility rule says."""
+    sse = start_mcp_server(tmp_path, transport="sse", sse_path=path)
     try:
         response = create(
             sdk,
@@ -428,7 +433,7 @@ def test_the_sse_transport(tmp_path: Path, sdk: openai.OpenAI) -> None:
                 {
                     "type": "mcp",
                     "server_label": "old",
-                    "server_url": f"{sse.server.url}/sse",
+                    "server_url": f"{sse.server.url}{path}",
                     "require_approval": "never",
                     "allowed_tools": ["get_nonce"],
                 }
@@ -437,7 +442,14 @@ def test_the_sse_transport(tmp_path: Path, sdk: openai.OpenAI) -> None:
         )
     finally:
         sse.stop()
+    assert kinds(response)[:2] == ["mcp_list_tools", "mcp_call"]
     assert response["output"][1]["output"] == sse.nonce
+    asked = [r["method"] for r in sse.requests() if r["path"] == path]
+    # One SSE stream per session (the listing, the call); at /events each one opened after
+    # Streamable HTTP's POSTs were refused (how many the mcp client tries is its own choice).
+    assert asked.count("GET") == 2, asked
+    assert asked[0] == ("GET" if path == "/sse" else "POST"), asked
+    assert set(asked) == ({"GET"} if path == "/sse" else {"GET", "POST"}), asked
 
 
 # ---------------------------------------------------------------- cancel
@@ -517,3 +529,59 @@ def test_tool_choice_naming_an_absent_mcp_server_is_a_400(sdk: openai.OpenAI) ->
         create(sdk, tool_choice={"type": "mcp", "server_label": "nowhere"})
     assert caught.value.body["param"] == "tool_choice"  # type: ignore[index]
     assert "'nowhere'" in caught.value.message
+
+
+# ---------------------------------------------------------------- deferred servers
+
+DEFERRED = {"require_approval": "never", "defer_loading": True, "allowed_tools": ["get_nonce"]}
+
+
+def test_a_deferred_server_is_loaded_by_a_search_then_called(
+    sdk: openai.OpenAI, mcp: McpTestServer
+) -> None:
+    """defer_loading on an mcp tool: listed, but its tools reach the model only once a
+    search loads them; the loaded tool stays loaded along the chain."""
+    served = tool(mcp, server_description="The secret word of the tests.", **DEFERRED)
+    tools = [{"type": "tool_search"}, served]
+    first = create(
+        sdk,
+        input="Search for the secret word tool.",
+        tools=tools,
+        tool_choice="required",
+        max_output_tokens=96,
+        temperature=0,
+    )
+    assert kinds(first)[:3] == ["mcp_list_tools", "tool_search_call", "tool_search_output"]
+    search, found = first["output"][1:3]
+    assert isinstance(search["arguments"]["query"], str) and search["arguments"]["query"]
+    # Listed as the request's tool narrowed to what was loaded, without its credentials.
+    (loaded,) = found["tools"]
+    assert loaded["type"] == "mcp" and loaded["server_label"] == "tests"
+    assert loaded["allowed_tools"] == ["get_nonce"] and "defer_loading" not in loaded
+    mark = len(mcp.requests())
+    choice = {"type": "mcp", "server_label": "tests", "name": "get_nonce"}
+    chained = create(
+        sdk,
+        previous_response_id=first["id"],
+        input="Now call it.",
+        tools=tools,
+        tool_choice=choice,
+        max_output_tokens=32,
+    )
+    assert "mcp_call" in kinds(chained), kinds(chained)
+    call = chained["output"][kinds(chained).index("mcp_call")]
+    assert call["name"] == "get_nonce" and call["output"] == mcp.nonce
+    assert [r["headers"]["mcp-name"] for r in calls_to(mcp, "tools/call", mark)] == ["get_nonce"]
+
+
+def test_a_deferred_server_needs_a_search_before_it_is_named(
+    sdk: openai.OpenAI, mcp: McpTestServer
+) -> None:
+    served = tool(mcp, **DEFERRED)
+    choice = {"type": "mcp", "server_label": "tests", "name": "get_nonce"}
+    with pytest.raises(openai.BadRequestError) as named:
+        create(sdk, tools=[{"type": "tool_search"}, served], tool_choice=choice)
+    assert named.value.body["param"] == "tool_choice"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as alone:
+        create(sdk, tools=[served])
+    assert alone.value.body["param"] == "tools[0].defer_loading"  # type: ignore[index]

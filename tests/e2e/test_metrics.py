@@ -134,7 +134,8 @@ def test_start_up_block(counted: Server) -> None:
     for line in (
         f"playground  {counted.url}/",
         f"API         {counted.base_url}",
-        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots)",
+        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots, tools: hermes fallback "
+        "prompt (format unknown), reasoning: none)",
         "auth        off",
         f"curl -s {counted.base_url}/responses",
     ):
@@ -209,8 +210,8 @@ def test_upstream_failover_failures_and_health(tmp_path: Path) -> None:
         _wait_metrics(front)
         before = scrape(front.url)
         # The first request tries the dead member first (round-robin), fails over to the fake.
-        ok = httpx.post(f"{front.base_url}/responses", json={"model": "echo", "input": "x"})
-        broken = httpx.post(f"{front.base_url}/responses", json={"model": "error500", "input": "x"})
+        ok = _once_loaded(front, "echo")
+        broken = _once_loaded(front, "error500")
         after = scrape(front.url)
     finally:
         front.stop()
@@ -225,6 +226,20 @@ def test_upstream_failover_failures_and_health(tmp_path: Path) -> None:
     assert value(after, "respond_upstream_in_flight", upstream=fake.base_url) == 0
     status = {"route": RESPONSES, "model": "error500", "status": "502"}
     assert moved(before, after, "respond_requests_total", **status) == 1
+
+
+def _once_loaded(server: Server, model: str) -> httpx.Response:
+    """A request to `model`, sent again while its engine still learns its upstream's facts
+    (503 model_loading, refused before any upstream is asked: the counters stay as they are).
+    Each model has its own engine, loading on its own: CI saw echo and error500 each loading.
+    /health would say when, but its check of every member marks the dead one down first."""
+    deadline = time.monotonic() + 60
+    while True:
+        reply = httpx.post(f"{server.base_url}/responses", json={"model": model, "input": "x"})
+        loading = reply.status_code == 503 and reply.json()["error"]["code"] == "model_loading"
+        if not loading or time.monotonic() > deadline:
+            return reply
+        time.sleep(0.1)
 
 
 def _wait_metrics(server: Server) -> None:

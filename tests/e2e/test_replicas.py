@@ -4,11 +4,14 @@ three behind a real nginx configured as docs/deploy.md says."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import openai
 import pytest
@@ -30,7 +33,14 @@ KEY = "the-same-on-every-replica"
 pytestmark = pytest.mark.pg
 
 MODEL = "smollm2-135m"
-LONG = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
+
+
+class _Long(TypedDict):
+    input: str
+    max_output_tokens: int
+
+
+LONG: _Long = {"input": "Write a very long story about a dragon.", "max_output_tokens": 2000}
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +225,9 @@ def balanced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server,
     url, schema = new_schema_url()
     tmp = Path(tmp_path_factory.mktemp("balanced"))
     upstream = start_llama_server(tmp / "upstream", bundled_model_path())
-    shared = {"RESPOND_SECRET_KEY": KEY}
+    # The upstream serves one request at a time for all three: under load a request may
+    # wait longer than the default drain (30 s) for its turn.
+    shared = {"RESPOND_SECRET_KEY": KEY, "RESPOND_DRAIN_TIMEOUT": "120"}
     front = ("--upstream", upstream.base_url, "--alias", MODEL, "--store", url)
     replicas = [start_server(tmp / name, *front, env=shared) for name in ("x", "y", "z")]
     lb = start_nginx(tmp / "nginx", replicas)
@@ -294,8 +306,8 @@ def test_a_stream_resumes_through_nginx(balanced: tuple[Server, list[Server]]) -
         ]
     assert rest[0]["sequence_number"] == seen[-1]["sequence_number"] + 1
     assert rest[-1]["type"] in ("response.completed", "response.incomplete"), rest[-2:]
-    for event in rest:
-        validate_event(event)
+    for dumped in rest:
+        validate_event(dumped)
     assert seen + rest == stored_events(lb.base_url, response_id)
 
 
@@ -338,3 +350,72 @@ def test_a_replica_killed_mid_run_loses_nothing(balanced: tuple[Server, list[Ser
         assert status in (None, "failed"), status
         after = client.responses.create(model=MODEL, input="Still there?", max_output_tokens=4)
         assert after.status in ("completed", "incomplete")
+
+
+# ---------------------------------------------------------------- a rolling restart
+
+
+@dataclass
+class Outcomes:
+    ok: int = 0
+    errors: list[str] = field(default_factory=list)
+    background: list[str] = field(default_factory=list)
+
+
+def steady_load(lb: Server, stop: threading.Event, outcomes: Outcomes) -> None:
+    """One client as an application runs it (the SDK retries a 503 after its Retry-After):
+    plain, streamed and background requests, one after the other, until `stop`."""
+    with openai_client(lb.base_url) as plain:
+        client = plain.with_options(max_retries=6)
+        for turn in itertools.count():
+            if stop.is_set():
+                return
+            try:
+                kind = turn % 3
+                if kind == 0:
+                    made = client.responses.create(
+                        model=MODEL, input="Hi", max_output_tokens=8, background=True
+                    )
+                    outcomes.background.append(made.id)
+                elif kind == 1:
+                    events = client.responses.create(
+                        model=MODEL, input="Hi", max_output_tokens=8, stream=True
+                    )
+                    last = [event.type for event in events][-1]
+                    assert last in ("response.completed", "response.incomplete"), last
+                else:
+                    done = client.responses.create(model=MODEL, input="Hi", max_output_tokens=8)
+                    assert done.status in ("completed", "incomplete"), done.status
+                outcomes.ok += 1
+            except Exception as exc:  # every failure is the test's finding, not its crash
+                cause = exc.__cause__ or exc.__context__
+                outcomes.errors.append(f"turn {turn % 3}: {type(exc).__name__}: {exc} ({cause!r})")
+
+
+def test_a_rolling_restart_behind_nginx_loses_no_request(
+    balanced: tuple[Server, list[Server]],
+) -> None:
+    lb, replicas = balanced
+    for index, replica in enumerate(replicas):  # an earlier test may have killed one
+        if replica.process.poll() is not None:
+            replicas[index] = replica.again()
+    stop, outcomes = threading.Event(), Outcomes()
+    clients = [threading.Thread(target=steady_load, args=(lb, stop, outcomes)) for _ in range(3)]
+    for client in clients:
+        client.start()
+    try:
+        time.sleep(2)
+        for index, replica in enumerate(replicas):
+            replica.process.send_signal(signal.SIGTERM)  # drains, then exits 0
+            assert replica.process.wait(timeout=90) == 0, replica.log()[-3000:]
+            replicas[index] = replica.again()  # the fixture stops the new one
+            time.sleep(1)
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(timeout=120)
+    assert not outcomes.errors, outcomes.errors
+    assert outcomes.ok >= 9, outcomes
+    for response_id in outcomes.background:
+        final = wait_for(lb.base_url, response_id, ended)
+        assert final["status"] in ("completed", "incomplete"), final

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai.types.responses import EasyInputMessageParam
 
 from tests.support.clients import openai_client
 from tests.support.schema import validate, validate_event, validate_response
@@ -77,7 +78,7 @@ def as_input(items: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def user(text: str) -> dict[str, Any]:
+def user(text: str) -> EasyInputMessageParam:
     return {"type": "message", "role": "user", "content": text}
 
 
@@ -123,19 +124,19 @@ def test_input_items_pages(client: openai.OpenAI) -> None:
     texts = [f"Item {i}." for i in range(5)]
     made = create(client, input=[user(t) for t in texts], instructions="Be brief.")
     listed = client.responses.input_items.list(made.id)
-    assert [item.content[0].text for item in listed.data] == texts[::-1]  # type: ignore[union-attr]
+    assert [item.content[0].text for item in listed.data] == texts[::-1]  # type: ignore[union-attr, index]
     assert listed.has_more is False
     first = client.responses.input_items.list(made.id, limit=2, order="asc")
-    assert [i.content[0].text for i in first.data] == texts[:2]  # type: ignore[union-attr]
-    assert first.has_more is True and first.first_id == first.data[0].id
-    second = client.responses.input_items.list(made.id, limit=2, order="asc", after=first.last_id)
-    assert [i.content[0].text for i in second.data] == texts[2:4]  # type: ignore[union-attr]
+    assert [i.content[0].text for i in first.data] == texts[:2]  # type: ignore[union-attr, index]
+    assert first.has_more is True and first.first_id == first.data[0].id  # type: ignore[attr-defined]
+    second = client.responses.input_items.list(made.id, limit=2, order="asc", after=first.last_id)  # type: ignore[attr-defined]
+    assert [i.content[0].text for i in second.data] == texts[2:4]  # type: ignore[union-attr, index]
     every = list(client.responses.input_items.list(made.id, limit=2, order="asc"))
-    assert [i.content[0].text for i in every] == texts  # type: ignore[union-attr]
+    assert [i.content[0].text for i in every] == texts  # type: ignore[union-attr, index]
     assert all(item.id.startswith("msg_") for item in every)
     for bad in ({"limit": 0}, {"limit": 101}, {"order": "up"}, {"after": "msg_nope"}):
         with pytest.raises(openai.BadRequestError) as error:
-            client.responses.input_items.list(made.id, **bad)  # type: ignore[arg-type]
+            client.responses.input_items.list(made.id, **bad)
         assert error.value.body["param"] == next(iter(bad))  # type: ignore[index]
 
 
@@ -225,12 +226,13 @@ def test_conversation_lifecycle(client: openai.OpenAI, server: Server) -> None:
     updated = client.conversations.update(conv.id, metadata={"topic": "intro"})
     assert updated.metadata == {"topic": "intro"}
     added = client.conversations.items.create(conv.id, items=[user("I like tea."), user("Hi!")])
-    assert [i.content[0].text for i in added.data] == ["I like tea.", "Hi!"]  # type: ignore[union-attr]
+    assert [i.content[0].text for i in added.data] == ["I like tea.", "Hi!"]  # type: ignore[union-attr, index]
     items = client.conversations.items.list(conv.id, order="asc")
-    assert [i.content[0].text for i in items.data] == ["My name is Ada.", "I like tea.", "Hi!"]  # type: ignore[union-attr]
+    assert [i.content[0].text for i in items.data] == ["My name is Ada.", "I like tea.", "Hi!"]  # type: ignore[union-attr, index]
     page = client.conversations.items.list(conv.id, limit=1)
-    assert page.has_more and page.data[0].content[0].text == "Hi!"  # type: ignore[union-attr]
+    assert page.has_more and page.data[0].content[0].text == "Hi!"  # type: ignore[union-attr, index]
     hi = items.data[2]
+    assert hi.id is not None
     assert client.conversations.items.retrieve(hi.id, conversation_id=conv.id).id == hi.id
     after_delete = client.conversations.items.delete(hi.id, conversation_id=conv.id)
     assert after_delete.id == conv.id
@@ -246,7 +248,7 @@ def test_conversation_lifecycle(client: openai.OpenAI, server: Server) -> None:
     again = create(client, conversation={"id": conv.id}, input="Bye.")
     assert again.conversation is not None and again.conversation.id == conv.id
     texts = [
-        (i.role, i.content[0].text)  # type: ignore[union-attr]
+        (i.role, i.content[0].text)  # type: ignore[union-attr, index]
         for i in client.conversations.items.list(conv.id, order="asc", limit=100)
     ]
     assert texts == [
@@ -326,5 +328,5 @@ def test_concurrent_turns_on_one_conversation(client: openai.OpenAI) -> None:
     items = list(client.conversations.items.list(conv.id, order="asc", limit=100))
     assert len(items) == 1 + 8 * 2
     assert len({item.id for item in items}) == len(items)
-    asked = sorted(i.content[0].text for i in items if i.role == "user")  # type: ignore[union-attr]
+    asked = sorted(i.content[0].text for i in items if i.role == "user")  # type: ignore[union-attr, index]
     assert asked == sorted(["Start.", *(f"Turn {i}." for i in range(8))])

@@ -41,6 +41,7 @@ SCRIPT = [
     # 5: after the custom tool's output
     [{"text": "Patched."}],
 ]
+# No "strict": the SDK's FunctionToolParam requires it, the API does not.
 TOOLS = [
     {
         "type": "function",
@@ -166,41 +167,40 @@ def test_auto_call_parsed_from_markup_never_leaks(fake: tuple[Server, Path]) -> 
 
 def test_sealed_reasoning_round_trip_through_the_sdk(fake: tuple[Server, Path]) -> None:
     server, record = fake
-    client = openai_client(server.base_url)
-    first = client.responses.create(
-        model="fake-model",
-        input="weather in Paris?",
-        tools=TOOLS,  # type: ignore[arg-type]
-        store=False,
-        include=["reasoning.encrypted_content"],
-    )
-    reasoning, call = first.output
-    assert reasoning.type == "reasoning" and call.type == "function_call"
-    sealed = reasoning.encrypted_content
-    assert sealed and "secret plan" not in sealed
-    replay: list[Any] = [
-        {"role": "user", "content": "weather in Paris?"},
-        {"type": "reasoning", "id": reasoning.id, "summary": [], "encrypted_content": sealed},
-        {
-            "type": "function_call",
-            "call_id": call.call_id,
-            "name": call.name,
-            "arguments": call.arguments,
-        },
-        {"type": "function_call_output", "call_id": call.call_id, "output": '{"temp": 21}'},
-    ]
-    second = client.responses.create(
-        model="fake-model",
-        input=replay,
-        tools=TOOLS,
-        store=False,  # type: ignore[arg-type]
-    )
-    assert second.output_text == "It is 21 degrees in Paris."
-    turn = recorded_turns(record)[-1]
-    assistant = [m for m in turn["messages"] if m["role"] == "assistant"]  # type: ignore[union-attr,index]
-    assert assistant[0]["reasoning"] == "secret plan: ask the weather tool"
-    assert assistant[0]["tool_calls"][0]["call_id"] == call.call_id
-    client.close()
+    with openai_client(server.base_url) as client:
+        first = client.responses.create(
+            model="fake-model",
+            input="weather in Paris?",
+            tools=TOOLS,  # type: ignore[arg-type]
+            store=False,
+            include=["reasoning.encrypted_content"],
+        )
+        reasoning, call = first.output
+        assert reasoning.type == "reasoning" and call.type == "function_call"
+        sealed = reasoning.encrypted_content
+        assert sealed and "secret plan" not in sealed
+        replay: list[Any] = [
+            {"role": "user", "content": "weather in Paris?"},
+            {"type": "reasoning", "id": reasoning.id, "summary": [], "encrypted_content": sealed},
+            {
+                "type": "function_call",
+                "call_id": call.call_id,
+                "name": call.name,
+                "arguments": call.arguments,
+            },
+            {"type": "function_call_output", "call_id": call.call_id, "output": '{"temp": 21}'},
+        ]
+        second = client.responses.create(
+            model="fake-model",
+            input=replay,
+            tools=TOOLS,  # type: ignore[arg-type]
+            store=False,
+        )
+        assert second.output_text == "It is 21 degrees in Paris."
+        turn = recorded_turns(record)[-1]
+        assistant = [m for m in turn["messages"] if m["role"] == "assistant"]
+        assert assistant[0]["reasoning"] == "secret plan: ask the weather tool"
+        assert assistant[0]["tool_calls"][0]["call_id"] == call.call_id
 
     tampered = sealed[:-6] + ("AAAAAA" if not sealed.endswith("AAAAAA") else "BBBBBB")
     for blob in (tampered, "bm90IGEgYmxvYg", "%%%"):
@@ -269,6 +269,6 @@ def test_custom_tool_call_item_and_its_output_back(fake: tuple[Server, Path]) ->
     assert reply.status_code == 200, reply.text
     assert reply.json()["output"][0]["content"][0]["text"] == "Patched."
     messages = recorded_turns(record)[-1]["messages"]
-    assert messages[-2]["tool_calls"][0]["name"] == "apply_patch"  # type: ignore[index]
-    assert json.loads(messages[-2]["tool_calls"][0]["arguments"]) == {"input": call["input"]}  # type: ignore[index]
-    assert messages[-1] == {**messages[-1], "role": "tool", "content": "ok"}  # type: ignore[index]
+    assert messages[-2]["tool_calls"][0]["name"] == "apply_patch"
+    assert json.loads(messages[-2]["tool_calls"][0]["arguments"]) == {"input": call["input"]}
+    assert messages[-1] == {**messages[-1], "role": "tool", "content": "ok"}

@@ -45,6 +45,7 @@ def front(upstream: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 upstream = "{upstream.base_url}"
 model = "{bundled_model_path()}"  # the id it lists: its model file
 context_window = 2048  # its --n_ctx, which it tells no client
+grammars = "gbnf"  # it takes a llama.cpp grammar, and says so nowhere either
 """
     srv = start_server(tmp, "--config", str(write_config(tmp, config)))
     yield srv

@@ -10,7 +10,8 @@ overflow is the client's 400, and truncation "auto" fits the upstream's window.
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, cast
 
 import httpx
 import jsonschema
@@ -19,6 +20,12 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from openai.types.responses import (
+    CustomToolParam,
+    FunctionToolParam,
+    ResponseCompletedEvent,
+    ResponseIncompleteEvent,
+)
 
 from tests.support.schema import validate_event, validate_response
 from tests.support.server import Server
@@ -26,6 +33,7 @@ from tests.support.sse import read_events
 
 __all__ = [
     "ALIAS",
+    "test_a_forced_custom_call_is_decoded_under_its_grammar",
     "test_a_function_call_output_round_trip_is_accepted",
     "test_a_named_function_is_called",
     "test_a_prompt_too_long_is_a_400_context_length_exceeded",
@@ -40,7 +48,7 @@ __all__ = [
 ALIAS = "smollm2-upstream"
 TIMEOUT = 300  # a loaded machine makes the upstream slow; never a timed assertion
 
-WEATHER: dict[str, Any] = {
+WEATHER: FunctionToolParam = {
     "type": "function",
     "name": "get_weather",
     "description": "The weather in a city.",
@@ -52,7 +60,7 @@ WEATHER: dict[str, Any] = {
     },
     "strict": True,
 }
-TIME: dict[str, Any] = {
+TIME: FunctionToolParam = {
     "type": "function",
     "name": "get_time",
     "description": "The time in a time zone.",
@@ -84,7 +92,7 @@ def test_required_tool_choice_gives_a_call_with_valid_arguments(front: Server) -
     response = client(front).responses.create(
         model=ALIAS,
         input="What is the weather in Paris?",
-        tools=[WEATHER, TIME],  # type: ignore[list-item]
+        tools=[WEATHER, TIME],
         tool_choice="required",
         max_output_tokens=64,
         temperature=0,
@@ -102,7 +110,7 @@ def test_a_named_function_is_called(front: Server) -> None:
     response = client(front).responses.create(
         model=ALIAS,
         input="What is the weather in Paris?",  # asks for the other tool on purpose
-        tools=[WEATHER, TIME],  # type: ignore[list-item]
+        tools=[WEATHER, TIME],
         tool_choice={"type": "function", "name": "get_time"},
         max_output_tokens=64,
         temperature=0,
@@ -140,6 +148,43 @@ def test_forced_call_streams_as_a_function_call(front: Server) -> None:
     assert_usage(final["usage"])
 
 
+# The grammars of the custom tools: a date by regex, an arithmetic expression in Lark.
+DATE_REGEX = r"^\d{4}-\d{2}-\d{2}$"
+# Bounded, so that the model must end the call (an open-ended sum runs to the token limit).
+SUM_LARK = 'start: NUMBER "+" NUMBER\nNUMBER: /[0-9]{1,3}/'
+
+
+@pytest.mark.parametrize(
+    ("syntax", "definition", "matches"),
+    [
+        ("regex", DATE_REGEX, lambda text: re.fullmatch(DATE_REGEX, text)),
+        ("lark", SUM_LARK, lambda text: re.fullmatch(r"[0-9]{1,3}\+[0-9]{1,3}", text)),
+    ],
+)
+def test_a_forced_custom_call_is_decoded_under_its_grammar(
+    front: Server, syntax: str, definition: str, matches: Any
+) -> None:
+    """Both upstreams take a llama.cpp grammar: the call is decoded in its language (the
+    bundled model left to itself writes no date and no sum)."""
+    tool: CustomToolParam = {
+        "type": "custom",
+        "name": "note",
+        "description": "Write it down.",
+        "format": {"type": "grammar", "syntax": cast(Any, syntax), "definition": definition},
+    }
+    response = client(front).responses.create(
+        model=ALIAS,
+        input="When is the meeting, and what is two plus two?",
+        tools=[tool],
+        tool_choice={"type": "custom", "name": "note"},
+        max_output_tokens=64,
+        temperature=0,
+    )
+    assert response.status == "completed", response.incomplete_details
+    (call,) = [item for item in response.output if item.type == "custom_tool_call"]
+    assert call.name == "note" and matches(call.input), call.input
+
+
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
@@ -162,7 +207,11 @@ def test_langchain_bind_tools_forced_and_required(front: Server) -> None:
     assert isinstance(named, AIMessage)
     assert [call["name"] for call in named.tool_calls] == ["get_weather"]
     assert isinstance(named.tool_calls[0]["args"]["city"], str)
-    chunks = list(chat.bind_tools([get_weather], tool_choice="required").stream("Oslo?"))
+    # A bound model is typed as giving AIMessage; what it streams are AIMessageChunks.
+    chunks = cast(
+        list[AIMessageChunk],
+        list(chat.bind_tools([get_weather], tool_choice="required").stream("Oslo?")),
+    )
     whole = chunks[0]
     for chunk in chunks[1:]:
         whole += chunk
@@ -180,7 +229,9 @@ def test_usage_is_reported_json_and_streamed(front: Server) -> None:
     )
     ends = ("response.completed", "response.incomplete")
     (terminal,) = [event for event in stream if event.type in ends]
-    assert_usage(terminal.response.model_dump(mode="json")["usage"])
+    # The type test above does not narrow the SDK's union of events.
+    finished = cast(ResponseCompletedEvent | ResponseIncompleteEvent, terminal)
+    assert_usage(finished.response.model_dump(mode="json")["usage"])
 
 
 def test_a_function_call_output_round_trip_is_accepted(front: Server) -> None:
@@ -234,7 +285,7 @@ def test_earlier_reasoning_is_accepted(front: Server) -> None:
 
 
 def test_a_prompt_too_long_is_a_400_context_length_exceeded(front: Server) -> None:
-    body = {"input": "word " * 3000, "max_output_tokens": 8}
+    body: dict[str, Any] = {"input": "word " * 3000, "max_output_tokens": 8}
     reply = post(front, body)
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
@@ -244,7 +295,7 @@ def test_a_prompt_too_long_is_a_400_context_length_exceeded(front: Server) -> No
         "invalid_request_error",
     )
     with pytest.raises(openai.BadRequestError):
-        client(front).responses.create(model=ALIAS, **body)  # type: ignore[arg-type]
+        client(front).responses.create(model=ALIAS, **body)
 
 
 def test_truncation_auto_fits_the_upstream_window(front: Server) -> None:

@@ -3,9 +3,9 @@ real `/v1/embeddings` upstream."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from tests.support import processes
 from tests.support.server import Server, free_port, wait_ok
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def start_embedding_server(tmp: Path, model: Path) -> Server:
         *("--host", "127.0.0.1", "--port", str(port), "--no-webui"),
     ]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = processes.spawn(command, log=log)
     server = Server(process, port, log_path)
     wait_ok(server, f"{server.url}/health")  # 503 while the model loads
     return server

@@ -40,7 +40,9 @@ class McpTestServer:
         self.server.stop()
 
 
-def start_mcp_server(tmp: Path, *, transport: str = "streamable-http") -> McpTestServer:
+def start_mcp_server(
+    tmp: Path, *, transport: str = "streamable-http", sse_path: str = "/sse"
+) -> McpTestServer:
     nonce = f"nonce-{secrets.token_hex(4)}"
     token = f"tok-{secrets.token_hex(8)}"
     log = tmp / f"mcp-{nonce}.jsonl"
@@ -54,6 +56,8 @@ def start_mcp_server(tmp: Path, *, transport: str = "streamable-http") -> McpTes
         str(log),
         "--transport",
         transport,
+        "--sse-path",
+        sse_path,
         module=("-m", "tests.support.mcp_server"),
     )
     return McpTestServer(server=server, nonce=nonce, token=token, log_path=log)

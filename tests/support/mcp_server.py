@@ -5,8 +5,9 @@
 Deterministic tools: `get_nonce` returns the per-test nonce, `add` adds, `explode` raises,
 `slow` sleeps `--slow-seconds` (and logs whether it finished or was cancelled).
 Streamable HTTP at /mcp, the same tools behind a bearer token at /secure/mcp (401 without
-it), or with `--transport sse` the older SSE transport at /sse. Every request's path and headers are
-appended to the log file (JSON lines), so tests can see what reached the server.
+it), or with `--transport sse` the older SSE transport at /sse (or `--sse-path`). Every
+request's method, path and headers are appended to the log file (JSON lines), so tests can
+see what reached the server.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def build(nonce: str, log: Path, slow_seconds: float = 30.0) -> MCPServer:
 
     @server.tool(
         description="Returns the secret word of this test.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=ToolAnnotations(read_only_hint=True),
     )
     def get_nonce() -> str:
         return nonce
@@ -74,7 +75,7 @@ class Gate:
             return
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         path = scope["path"]
-        _note(self.log, {"path": path, "headers": headers})
+        _note(self.log, {"method": scope["method"], "path": path, "headers": headers})
         if path == "/health":
             await _answer(send, 200, b"ok")
             return
@@ -102,9 +103,13 @@ def main() -> None:
     parser.add_argument(
         "--transport", choices=["streamable-http", "sse"], default="streamable-http"
     )
+    parser.add_argument("--sse-path", default="/sse", help="where the SSE transport listens")
     args = parser.parse_args()
     server = build(args.nonce, args.log, args.slow_seconds)
-    app = server.sse_app() if args.transport == "sse" else server.streamable_http_app()
+    if args.transport == "sse":
+        app = server.sse_app(sse_path=args.sse_path)
+    else:
+        app = server.streamable_http_app()
     gate = Gate(app, args.token, args.log)
     uvicorn.run(gate, host=args.host, port=args.port, log_level="warning")
 

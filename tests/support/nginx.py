@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.support import processes
 from tests.support.server import Server, free_port, wait_ok
 
 NGINX = Path("/usr/sbin/nginx")
@@ -19,7 +19,7 @@ _SERVER_LINE = re.compile(r"^(\s*)server 10\.0\.0\.\d+:8080( .*;)$", re.M)
 def deploy_block() -> str:
     """The ```nginx block of docs/deploy.md."""
     (block,) = re.findall(r"```nginx\n(.*?)```", DEPLOY_DOC.read_text(), re.S)
-    return block
+    return str(block)
 
 
 def start_nginx(tmp: Path, backends: Sequence[Server]) -> Server:
@@ -54,10 +54,8 @@ http {{
     (tmp / "nginx.conf").write_text(main)
     log_path = tmp / "nginx.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(NGINX), "-p", str(tmp), "-c", str(tmp / "nginx.conf")],
-            stdout=log,
-            stderr=subprocess.STDOUT,
+        process = processes.spawn(
+            [str(NGINX), "-p", str(tmp), "-c", str(tmp / "nginx.conf")], log=log
         )
     server = Server(process, port, log_path)
     wait_ok(server, f"{server.url}/health")

@@ -1,4 +1,4 @@
-"""Validate bodies and events against the Open Responses OpenAPI document in ../shared/spec.
+"""Validate bodies and events against the Open Responses OpenAPI document (tests/support/spec).
 
 The reasoning text events respond streams by default carry OpenAI's names
 (response.reasoning_text.*), which that document lacks: those are validated against the
@@ -23,13 +23,14 @@ from openai.types.responses import (
     ToolChoiceMcp,
     ToolChoiceTypes,
 )
-from openai.types.responses.response_output_text import AnnotationFileCitation
+from openai.types.responses.response_output_text import (
+    AnnotationContainerFileCitation,
+    AnnotationFileCitation,
+)
 from pydantic import BaseModel, TypeAdapter
 from referencing import Registry, Resource
 
-SPEC_PATH = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "openresponses-openapi.json"
-)
+SPEC_PATH = Path(__file__).with_name("spec") / "openresponses-openapi.json"
 BASE = "https://openresponses.invalid/openapi.json"
 
 
@@ -45,9 +46,10 @@ def _spec() -> dict[str, Any]:
 
 
 @functools.cache
-def _registry() -> Registry:  # type: ignore[type-arg]
+def _registry() -> Registry[Any]:
     resource = Resource.from_contents(_spec(), default_specification=_draft())
-    return Registry().with_resource(BASE, resource)
+    registry: Registry[Any] = Registry().with_resource(BASE, resource)
+    return registry
 
 
 def _draft() -> Any:
@@ -79,12 +81,30 @@ def validate(instance: Any, schema_name: str) -> None:
         raise AssertionError(f"{schema_name} does not validate: {details}")
 
 
-# MCP and file_search items, events, tools and tool_choice, and file_citation annotations,
-# are OpenAI's Responses shapes, absent from the Open Responses document: they are checked
-# against the openai SDK's types (required fields and their types), everything around them
-# against the spec.
-MCP_ITEMS = frozenset({"mcp_list_tools", "mcp_call", "mcp_approval_request", "file_search_call"})
-HOSTED_TOOLS = frozenset({"mcp", "file_search"})
+# MCP, file_search, code_interpreter, tool_search and computer items, events, tools and
+# tool_choice, file_citation / container_file_citation annotations and the compaction
+# progress event are OpenAI's Responses shapes, absent from the Open Responses document:
+# they are checked against the openai SDK's types (required fields and their types),
+# everything around them against the spec.
+MCP_ITEMS = frozenset(
+    {
+        "mcp_list_tools",
+        "mcp_call",
+        "mcp_approval_request",
+        "file_search_call",
+        "code_interpreter_call",
+        "tool_search_call",
+        "tool_search_output",
+        "computer_call",
+    }
+)
+HOSTED_TOOLS = frozenset(
+    {"mcp", "file_search", "code_interpreter", "tool_search", "computer_use_preview"}
+)
+_CITATIONS: dict[str, type[BaseModel]] = {
+    "file_citation": AnnotationFileCitation,
+    "container_file_citation": AnnotationContainerFileCitation,
+}
 _SDK_ITEM: TypeAdapter[Any] = TypeAdapter(ResponseOutputItem)
 _SDK_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 _SDK_TOOL: TypeAdapter[Any] = TypeAdapter(Tool)
@@ -108,24 +128,25 @@ def _without_mcp(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(choice, dict) and choice.get("type") == "mcp":
         ToolChoiceMcp.model_validate(choice)
         choice = "required"
-    if isinstance(choice, dict) and choice.get("type") == "file_search":
+    if isinstance(choice, dict) and choice.get("type") in ("file_search", "code_interpreter"):
         ToolChoiceTypes.model_validate(choice)
         choice = "required"
     return {**body, "output": output, "tools": tools, "tool_choice": choice}
 
 
 def _without_file_citations(item: dict[str, Any]) -> dict[str, Any]:
-    """A message whose file_citation annotations are checked by the SDK and set aside."""
+    """A message whose file and container file citations are checked by the SDK and set
+    aside."""
     if item.get("type") != "message":
         return item
     content = []
     for part in item.get("content") or []:
         notes = part.get("annotations") if isinstance(part, dict) else None
         if notes:
-            kept = [a for a in notes if a.get("type") != "file_citation"]
+            kept = [a for a in notes if a.get("type") not in _CITATIONS]
             for note in notes:
-                if note.get("type") == "file_citation":
-                    AnnotationFileCitation.model_validate(note, strict=True)
+                if note.get("type") in _CITATIONS:
+                    _CITATIONS[note["type"]].model_validate(note, strict=True)
             part = {**part, "annotations": kept}
         content.append(part)
     return {**item, "content": content}
@@ -151,7 +172,13 @@ def validate_openai_event(event: dict[str, Any]) -> None:
 def validate_event(event: dict[str, Any]) -> None:
     kind = str(event.get("type"))
     if kind.startswith(
-        ("response.mcp_list_tools.", "response.mcp_call", "response.file_search_call.")
+        (
+            "response.mcp_list_tools.",
+            "response.mcp_call",
+            "response.file_search_call.",
+            "response.compaction.",  # OpenAI's progress of a compaction
+            "response.code_interpreter_call",
+        )
     ):
         _SDK_EVENT.validate_python(event)
         return
@@ -165,7 +192,6 @@ def validate_event(event: dict[str, Any]) -> None:
     if isinstance(event.get("part"), dict):
         message = _without_file_citations({"type": "message", "content": [event["part"]]})
         event = {**event, "part": message["content"][0]}
-    kind = event.get("type")
     if kind in _OPENAI_EVENTS:
         validate_openai_event(event)
         return

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support import processes
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -26,6 +28,7 @@ class Server:
     process: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    env: dict[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -39,13 +42,15 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process)
+
+    def again(self) -> Server:
+        """The same program started again, on the same port (a stopped one's restart)."""
+        with self.log_path.open("ab") as log:
+            process = processes.spawn(self.process.args, log=log, env=self.env)  # type: ignore[arg-type]
+        server = Server(process, self.port, self.log_path, self.env)
+        wait_healthy(server)
+        return server
 
 
 def start_server(
@@ -64,8 +69,8 @@ def start_server(
     if "--data-dir" not in args and module[-1] == "serve":
         command += ["--data-dir", str(tmp / "data")]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=full_env)
-    server = Server(process, port, log_path)
+        process = processes.spawn(command, log=log, env=full_env)
+    server = Server(process, port, log_path, full_env)
     if wait_ready:
         wait_healthy(server)
     return server

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import httpx
 
 
-def read_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+def read_events(response: httpx.Response) -> Generator[dict[str, Any], None, None]:
     buffer = b""
     for chunk in response.iter_raw():
         assert b"\r" not in chunk, "SSE frames must use LF line endings only"

@@ -4,10 +4,10 @@ llama.cpp's llama-server (built by `make llama-server`)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import processes
 from tests.support.server import Server, free_port, start_server, wait_ok
 
 
@@ -26,12 +26,8 @@ def start_fake(tmp: Path, name: str, *, port: int | None = None) -> Server:
     log_path = tmp / f"fake-{name}-{port}.log"
     command = [sys.executable, "-m", "tests.support.fake_upstream", "--port", str(port)]
     with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [*command, "--name", name],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = processes.spawn([*command, "--name", name], log=log, env=env)
     server = Server(process, port, log_path)
     wait_models(server)
     return server
@@ -80,7 +76,7 @@ def start_llama_server(tmp: Path, model: Path) -> Server:
         *("--threads", "2", "--host", "127.0.0.1", "--port", str(port), "--no-webui"),
     ]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = processes.spawn(command, log=log)
     server = Server(process, port, log_path)
     wait_ok(server, f"{server.url}/health")  # 503 while the model loads
     return server

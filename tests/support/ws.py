@@ -21,7 +21,8 @@ def ws_url(server: Server) -> str:
 
 @contextmanager
 def socket(server: Server, headers: dict[str, str] | None = None) -> Iterator[ClientConnection]:
-    with connect(ws_url(server), additional_headers=headers, open_timeout=10) as conn:
+    conn = connect(ws_url(server), additional_headers=headers, open_timeout=10)
+    with conn:
         yield conn
 
 

@@ -96,7 +96,7 @@ async def test_a_cancel_request_of_another_tenant_is_ignored(store: SQLiteStore)
         if stored.response["status"] not in ("queued", "in_progress"):
             break
         await asyncio.sleep(0.02)
-    assert stored.response["status"] == "completed"
+    assert stored is not None and stored.response["status"] == "completed"
 
 
 # ---------------------------------------------------------------- one ending for every run
@@ -142,7 +142,9 @@ async def test_an_orphaned_run_ends_through_fail_with_its_open_item_done(
     message = failed["output"][0]
     assert message["status"] == "incomplete"
     assert message["content"][0]["text"] == "half a sen"
-    types = [e["type"] for e in await store.events_after(None, builder.response.id, len(cut) - 1)]
+    events = await store.events_after(None, builder.response.id, len(cut) - 1)
+    assert events is not None
+    types = [e["type"] for e in events]
     assert types == [
         "response.output_text.done",
         "response.content_part.done",
@@ -285,3 +287,128 @@ async def test_a_queued_request_is_sealed_and_opens_only_with_the_key(store: SQL
     assert await final_status(store, queued.id) == "failed"
     stored = await store.get_response(None, queued.id)
     assert stored is not None and "--secret-key" in stored.response["error"]["message"]
+
+
+# ---------------------------------------------------------------- stopping (SIGTERM drain)
+
+
+async def _started(store: SQLiteStore, response_id: str, *, with_output: bool) -> None:
+    for _ in range(200):
+        stored = await store.get_response(None, response_id)
+        assert stored is not None
+        if stored.response["status"] == "in_progress" and bool(stored.response["output"]) == (
+            with_output
+        ):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the run did not get there")
+
+
+async def test_a_run_that_finishes_within_the_drain_ends_normally(store: SQLiteStore) -> None:
+    engine = ScriptedEngine(delay=0.02)
+    engine.enqueue(*(d.TextDelta("word ") for _ in range(10)), d.Finish("stop"))
+    runs = runs_over(store, engine)
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    await _started(store, queued.id, with_output=True)
+    await runs.shutdown(drain_seconds=10)
+    assert (await assert_stored_stream_is_the_response(store, queued.id))["status"] == "completed"
+
+
+async def test_a_run_past_the_drain_with_output_fails_and_keeps_it(store: SQLiteStore) -> None:
+    engine = ScriptedEngine(delay=0.02)
+    engine.enqueue(*(d.TextDelta("word ") for _ in range(500)), d.Finish("stop"))
+    runs = runs_over(store, engine)
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    await _started(store, queued.id, with_output=True)
+    await runs.shutdown(drain_seconds=0.2)
+    final = await assert_stored_stream_is_the_response(store, queued.id)
+    assert final["status"] == "failed"
+    assert final["error"]["code"] == background.STOPPED
+    assert "word" in final["output"][0]["content"][0]["text"]
+
+
+async def test_a_run_past_the_drain_without_output_goes_back_to_the_queue(
+    store: SQLiteStore,
+) -> None:
+    engine = ScriptedEngine(delay=5)  # its first delta would come after the drain
+    engine.enqueue(d.TextDelta("late"), d.Finish("stop"))
+    runs = runs_over(store, engine)
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    await _started(store, queued.id, with_output=False)
+    await runs.shutdown(drain_seconds=0.2)
+    stored = await store.get_response(None, queued.id)
+    assert stored is not None and stored.response["status"] == "queued"
+    events = await store.events_after(None, queued.id, -1) or []
+    assert [e["type"] for e in events] == ["response.created", "response.queued"]
+    # Another process (or the next start) runs it from its stored request, to the end.
+    engine2 = ScriptedEngine()
+    engine2.enqueue(d.TextDelta("done"), d.Finish("stop"))
+    other = runs_over(store, engine2)
+    assert await other.claim() == 1
+    assert await final_status(store, queued.id) == "completed"
+    final = await assert_stored_stream_is_the_response(store, queued.id)
+    assert final["output"][0]["content"][0]["text"] == "done"
+
+
+async def test_a_draining_process_claims_no_queued_run(store: SQLiteStore) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("hi"), d.Finish("stop"))
+    runs = runs_over(store, engine)
+    runs.background_max = 0  # accepted, left queued
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    runs.background_max = 1
+    runs.stop_claiming()
+    assert await runs.claim() == 0
+    stored = await store.get_response(None, queued.id)
+    assert stored is not None and stored.response["status"] == "queued"
+
+
+# ---------------------------------------------------------------- cancelled before it ran
+
+
+async def _claimed_here(store: SQLiteStore, engine: ScriptedEngine) -> tuple[Runs, str]:
+    """A queued run that `runs` has just claimed: its worker task exists, not yet stepped."""
+    accepting = Runs(runs_over(store, engine).service, store, background_max=0)
+    queued = await accepting.start(
+        await accepting.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    runs = runs_over(store, engine)
+    assert await runs.claim() == 1
+    return runs, queued.id
+
+
+async def test_a_run_cancelled_before_its_worker_ran_ends_cancelled(store: SQLiteStore) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("never"), d.Finish("stop"))
+    runs, response_id = await _claimed_here(store, engine)
+    # As `cancel` does when it reads the run between the claim and the worker's first step:
+    # asyncio then runs none of the worker, so its ending cannot be the worker's own.
+    task = runs.tasks[response_id]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await final_status(store, response_id) == "cancelled"
+    await assert_stored_stream_is_the_response(store, response_id)
+    assert not runs.tasks
+
+
+async def test_a_run_stopped_before_its_worker_ran_goes_back_to_the_queue(
+    store: SQLiteStore,
+) -> None:
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("from the next process"), d.Finish("stop"))
+    runs, response_id = await _claimed_here(store, engine)
+    await runs.shutdown(drain_seconds=0)  # before the worker's first step
+    stored = await store.get_response(None, response_id)
+    assert stored is not None and stored.response["status"] == "queued"
+    other = runs_over(store, engine)
+    assert await other.claim() == 1  # released, not held by the stopped process
+    assert await final_status(store, response_id) == "completed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ context_window = 32768
 [models.local]
 gguf = "bundled"
 ctx_size = 2048
+cache_ram = 0
 """
 
 
@@ -54,7 +56,7 @@ def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         context_window=32768,
     )
     assert qwen.upstream_model == "Qwen/Qwen3-8B"
-    assert local == EmbeddedModel(alias="local", gguf=None, ctx_size=2048)
+    assert local == EmbeddedModel(alias="local", gguf=None, ctx_size=2048, cache_ram=0)
 
 
 @pytest.mark.parametrize(
@@ -71,6 +73,12 @@ def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("[models.a]\nupstream = 'http://x/v1'\nforced_calls = 'yes'\n", "models.a.forced_calls:"),
         ("[models.a]\nupstream = 'http://x/v1'\ncontext_window = 0\n", "context_window:"),
         ("[models.a]\ngguf = '/nope.gguf'\n", "models.a.gguf:"),
+        (
+            "[models.a]\ngguf = 'bundled'\nchat_template_file = '/nope.jinja'\n",
+            "models.a.chat_template_file: file not found",
+        ),
+        ("[models.a]\ngguf = 'bundled'\nchat_template_file = 3\n", "models.a.chat_template_file:"),
+        ("[models.a]\ngguf = 'bundled'\ncache_ram = -1\n", "models.a.cache_ram:"),
         ("[models.a]\ngguf = 'bundled'\nupstream = 'http://x/v1'\n", "models.a:"),
         ("[models.a]\nupstream = 'http://x/v1'\napi_key_env = 'UNSET_RESPOND_X'\n", "api_key_env"),
         ("[server]\nport = 1\n", "server:"),
@@ -142,3 +150,28 @@ def test_embeddings_errors_name_the_key(tmp_path: Path, text: str, key: str) -> 
     with pytest.raises(ConfigError) as caught:
         load_embeddings_config(write(tmp_path, text))
     assert key in str(caught.value)
+
+
+def test_a_model_with_another_chat_template(tmp_path: Path) -> None:
+    """`chat_template_file` gives an embedded model another template than its GGUF's; the
+    engine is built with it, as `--chat-template-file` builds the -m model."""
+    from respond._config import Settings
+    from respond._registry import build_engines
+    from respond.engines.llamacpp import LlamaCppEngine
+
+    template = tmp_path / "chat.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    path = write(tmp_path, f'[models.a]\ngguf = "bundled"\nchat_template_file = "{template}"\n')
+    (model,) = load_config(path)
+    assert model == EmbeddedModel(alias="a", gguf=None, chat_template_file=template)
+    for settings in (Settings(config_path=path), Settings(chat_template_file=template)):
+        (engine,) = build_engines(settings).values()
+        assert isinstance(engine, LlamaCppEngine) and engine.chat_template_file == template
+
+
+def test_a_missing_chat_template_file_stops_serve_naming_it(tmp_path: Path) -> None:
+    from respond._config import Settings
+    from respond._registry import build_engines
+
+    with pytest.raises(SystemExit, match=re.escape("chat template file not found: /nope.jinja")):
+        build_engines(Settings(chat_template_file=Path("/nope.jinja")))

@@ -54,14 +54,24 @@ def test_counting_tokens_is_unsupported_by_default_with_an_error_envelope() -> N
     assert error["message"] == "The model 'echo' cannot count input tokens."
 
 
-def test_a_load_failure_is_reported_by_health() -> None:
+def test_a_load_failure_is_reported_by_health_and_every_request() -> None:
+    reason = "could not load weights.gguf: file is truncated"
     with serving(create_app({"broken": BrokenLoadEngine()})) as url:
-        reply = httpx.get(f"{url}/health")
-    assert reply.status_code == 503
-    body = reply.json()
-    assert body["status"] == "error"
-    assert body["error"]["code"] == "model_unavailable"
-    assert body["error"]["message"] == "could not load weights.gguf: file is truncated"
+        health = httpx.get(f"{url}/health")
+        chat = {"messages": [{"role": "user", "content": "hi"}]}
+        replies = [
+            httpx.post(f"{url}/v1/responses", json={"input": "hello"}),
+            httpx.post(f"{url}/v1/chat/completions", json=chat),
+        ]
+    assert health.status_code == 503
+    assert health.json()["status"] == "error"
+    for reply in [health, *replies]:
+        assert reply.status_code == 503
+        error = reply.json()["error"]
+        assert error["code"] == "model_load_failed"
+        # Why, and that waiting will not help (not "still loading; retry shortly").
+        assert reason in error["message"]
+        assert "Retrying will not help" in error["message"]
 
 
 def test_a_context_window_without_a_token_count_is_a_clear_501() -> None:

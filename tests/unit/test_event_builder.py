@@ -10,6 +10,7 @@ from respond.engines import _base as d
 from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
+from respond.responses.kinds import Kinds
 from tests.support.schema import validate_event
 
 
@@ -75,7 +76,7 @@ def test_length_cut_marks_item_and_response_incomplete() -> None:
     assert b.response.status == "incomplete"
     assert b.response.incomplete_details is not None
     assert b.response.incomplete_details.reason == "max_output_tokens"
-    assert b.response.output[0].status == "incomplete"
+    assert b.response.output[0].status == "incomplete"  # type: ignore[union-attr]
 
 
 def test_failure_closes_open_item_then_one_failed_event() -> None:
@@ -109,7 +110,7 @@ def test_resume_continues_the_stream_and_ends_it_through_fail() -> None:
     ending = resumed.fail("run_interrupted", "gone")
     assert [e.sequence_number for e in ending] == list(range(len(sent) - 2, len(sent)))
     assert [e.type for e in ending] == ["response.output_item.done", "response.failed"]
-    assert resumed.response.output[0].status == "incomplete"
+    assert resumed.response.output[0].status == "incomplete"  # type: ignore[union-attr]
     assert fold_events(resumed.events) == resumed.response
     again = EventBuilder.resume(resumed.response, resumed.events)
     assert again.ended  # an ended stream has nothing left to end
@@ -137,10 +138,10 @@ def test_reasoning_event_names_follow_the_switch_and_fold_the_same(
     naming: str, prefix: str
 ) -> None:
     response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
-    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    b = EventBuilder(response, kinds=Kinds(reasoning_events=naming))  # type: ignore[arg-type]
     events = b.start() + b.push(d.ReasoningDelta("a")) + b.push(d.ReasoningDelta("b"))
     events += b.push(d.TextDelta("x")) + b.finish()
-    types = [e.type for e in events]
+    types: list[str] = [e.type for e in events]
     assert types.count(f"{prefix}.delta") == 2 and f"{prefix}.done" in types
     assert fold_events(events).output[0].content[0].text == "ab"  # type: ignore[union-attr]
     for event in events:
@@ -150,7 +151,7 @@ def test_reasoning_event_names_follow_the_switch_and_fold_the_same(
 @pytest.mark.parametrize("naming", ["openai", "openresponses"])
 def test_a_reasoning_summary_streams_as_summary_events(naming: str) -> None:
     response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
-    b = EventBuilder(response, reasoning_events=naming)  # type: ignore[arg-type]
+    b = EventBuilder(response, kinds=Kinds(reasoning_events=naming))  # type: ignore[arg-type]
     events = (
         b.start()
         + b.push(d.ReasoningDelta("thought"))
@@ -170,7 +171,7 @@ def test_a_reasoning_summary_streams_as_summary_events(naming: str) -> None:
         "response.output_item.done"
     )
     item = fold_events(events).output[0]
-    assert item.model_dump(include={"summary", "content"}) == {  # type: ignore[union-attr]
+    assert item.model_dump(include={"summary", "content"}) == {
         "summary": [{"type": "summary_text", "text": "Short."}],
         "content": [{"type": "reasoning_text", "text": "thought"}],
     }

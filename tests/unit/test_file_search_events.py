@@ -10,6 +10,7 @@ from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
 from respond.responses.hosted import CallResult, HostedTool
+from respond.responses.kinds import Kinds, calls_for
 from tests.support.schema import validate_event
 
 
@@ -33,7 +34,7 @@ RESULTS = [{"file_id": "file_1", "filename": "a.md", "score": 0.5, "text": "t", 
 
 def builder() -> EventBuilder:
     response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
-    return EventBuilder(response, hosted={"file_search": SEARCH})
+    return EventBuilder(response, kinds=Kinds(calls_for(hosted={"file_search": SEARCH})))
 
 
 def test_a_search_call_then_an_answer_that_cites_the_files() -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
-import llama_cpp
 import pytest
 
+from respond.engines.formats import FORMATS, ChatFormat
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
+from tests.support.gbnf import accepts, bundled_vocab, compiles
 
 WEATHER = {
     "type": "object",
@@ -48,31 +49,15 @@ def test_supported_schema_passes() -> None:
 
 
 @pytest.fixture(scope="module")
-def vocab() -> Any:
-    from respond.engines.llamacpp import bundled_model_path
-
-    llama_cpp.llama_backend_init()
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    model = llama_cpp.llama_model_load_from_file(str(bundled_model_path()).encode(), params)
-    assert model
-    yield llama_cpp.llama_model_get_vocab(model)
-    llama_cpp.llama_model_free(model)
+def vocab() -> Iterator[Any]:
+    yield from bundled_vocab()
 
 
-def compiles(vocab: Any, grammar: str) -> bool:
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-    if not sampler:
-        return False
-    llama_cpp.llama_sampler_free(sampler)
-    return True
-
-
-@pytest.mark.parametrize("dialect", ["hermes", "mistral", "llama3"])
+@pytest.mark.parametrize("chat_format", FORMATS, ids=lambda f: f.name)
 @pytest.mark.parametrize("think", [None, "open", "inside"])
-def test_call_grammars_compile(vocab: Any, dialect: Any, think: Any) -> None:
+def test_call_grammars_compile(vocab: Any, chat_format: ChatFormat, think: Any) -> None:
     calls = [CallSpec("get_weather", WEATHER), CallSpec("anything", None)]
-    grammar = output_grammar(dialect=dialect, calls=calls, max_calls=3, think=think)
+    grammar = output_grammar(chat_format=chat_format, calls=calls, max_calls=3, think=think)
     assert compiles(vocab, grammar), grammar
 
 
@@ -101,45 +86,10 @@ def test_json_strings_exclude_raw_control_characters() -> None:
 
 def test_parallel_false_allows_exactly_one_call() -> None:
     one = output_grammar(calls=[CallSpec("f", None)], max_calls=1)
-    assert "root ::= calls" in one and "calls ::= one-call\n" in one + "\n"
+    assert "root ::= ( one-call )\n" in one + "\n"
 
 
 # ---------------------------------------------------------------- numeric keywords
-
-
-def accepts(vocab: Any, grammar: str, text: str) -> bool:
-    """Whether llama.cpp's grammar sampler lets `text` through, then lets the output end.
-
-    Fed one character at a time (each is a token of the bundled vocabulary); a character
-    the grammar forbids gets a logit of -inf from the sampler."""
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-    assert sampler, grammar
-    try:
-        for char in text:
-            token = single_token(vocab, char)
-            if not allowed(sampler, token):
-                return False
-            llama_cpp.llama_sampler_accept(sampler, token)
-        return allowed(sampler, llama_cpp.llama_vocab_eos(vocab))
-    finally:
-        llama_cpp.llama_sampler_free(sampler)
-
-
-def single_token(vocab: Any, char: str) -> int:
-    buffer = (llama_cpp.llama_token * 4)()
-    count = llama_cpp.llama_tokenize(
-        vocab, char.encode(), len(char.encode()), buffer, 4, False, False
-    )
-    assert count == 1, char
-    return int(buffer[0])
-
-
-def allowed(sampler: Any, token: int) -> bool:
-    data = (llama_cpp.llama_token_data * 1)()
-    data[0].id, data[0].logit, data[0].p = token, 0.0, 0.0
-    candidates = llama_cpp.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
-    llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
-    return bool(data[0].logit != float("-inf"))
 
 
 def around(value: float, steps: tuple[float, ...]) -> set[float]:

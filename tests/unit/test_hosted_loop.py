@@ -14,7 +14,9 @@ from respond.engines._order import checked
 from respond.protocol.resource import ResponseResource
 from respond.responses.events import EventBuilder
 from respond.responses.hosted import CallResult, Hosted, HostedTool
+from respond.responses.hosted._base import Approved
 from respond.responses.hosted._loop import TurnStream, run_turns
+from respond.responses.kinds import Kinds, calls_for
 from respond.testing import ScriptedEngine
 
 
@@ -59,6 +61,7 @@ async def run(
     *,
     max_tokens: int | None = None,
     max_calls: int | None = None,
+    approved: int = 0,
 ) -> tuple[EventBuilder, ScriptedEngine, FakeExecutor]:
     engine = ScriptedEngine(scripts)
     executor = FakeExecutor()
@@ -71,7 +74,9 @@ async def run(
     )
     resource = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
     the_hosted = hosted(executor)
-    builder = EventBuilder(resource, hosted=the_hosted.tools)
+    tool = the_hosted.tools["lookup"]
+    the_hosted.approved = [Approved(f"mcpr_{n}", tool, '{"q": 0}') for n in range(approved)]
+    builder = EventBuilder(resource, kinds=Kinds(calls_for(hosted=the_hosted.tools)))
     builder.start()
     events: AsyncGenerator[object, None] = run_turns(_stream(engine), turn, the_hosted, builder)
     async for _ in events:
@@ -99,6 +104,23 @@ async def test_max_tool_calls_leaves_the_next_turn_without_tools() -> None:
     _, engine, executor = await run([call(), text()], max_calls=1)
     assert len(executor.calls) == 1
     assert engine.turns[1].tool_choice.mode == "none"
+
+
+async def test_approved_calls_satisfy_a_forced_tool_choice() -> None:
+    # Forced again after the approved call ran, the model would call again, and an
+    # approval-gated tool would ask for approval in every response, for ever.
+    builder, engine, executor = await run([text()], approved=1)
+    assert executor.calls == [("lookup", '{"q": 0}')]
+    assert engine.turns[0].tool_choice.mode == "auto"
+    assert [i.type for i in builder.response.output] == ["mcp_call", "message"]
+
+
+async def test_approved_calls_count_against_max_tool_calls() -> None:
+    _, engine, executor = await run([text()], max_calls=1, approved=1)
+    assert len(executor.calls) == 1
+    assert engine.turns[0].tool_choice.mode == "none"
+    _, engine, _ = await run([text()], max_calls=3, approved=1)
+    assert engine.turns[0].max_tool_calls == 2
 
 
 async def test_max_output_tokens_counts_over_the_turns() -> None:
@@ -136,7 +158,7 @@ async def test_each_turn_starts_uncancelled() -> None:
     turn = d.ChatTurn(model="m", messages=[d.ChatMessage(role="user", content="hi")])
     resource = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
     the_hosted = hosted(executor)
-    builder = EventBuilder(resource, hosted=the_hosted.tools)
+    builder = EventBuilder(resource, kinds=Kinds(calls_for(hosted=the_hosted.tools)))
     builder.start()
     async for _ in run_turns(_stream(engine), turn, the_hosted, builder):
         pass

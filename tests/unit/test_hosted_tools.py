@@ -12,6 +12,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.items import McpCallItem, McpListToolsItem, McpToolInfo
 from respond.protocol.requests import (
+    InputItem,
     InputMessage,
     McpApprovalRequestInput,
     McpApprovalResponseInput,
@@ -19,13 +20,16 @@ from respond.protocol.requests import (
     McpListToolsInput,
 )
 from respond.protocol.resource import ResponseResource
+from respond.protocol.tools import McpTool
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
 from respond.responses.hosted import CallResult, HostedTool
 from respond.responses.hosted._base import visible_names
 from respond.responses.hosted.egress import Egress
-from respond.responses.hosted.mcp import McpServer, echo_mcp_tool
+from respond.responses.hosted.mcp import McpServer
+from respond.responses.kinds import Kinds, calls_for
+from respond.responses.kinds.mcp_call import McpListing, echo_mcp_tool
 
 # ---------------------------------------------------------------- egress
 
@@ -75,7 +79,8 @@ def test_names_are_unambiguous_across_servers_and_functions() -> None:
 
 
 def server(approval: Any = None, allowed: Any = None) -> McpServer:
-    return McpServer("s", "http://127.0.0.1/mcp", {}, approval, allowed, "tools[0]")
+    request = McpTool(type="mcp", server_label="s", server_url="http://127.0.0.1/mcp")
+    return McpServer("s", "http://127.0.0.1/mcp", {}, approval, allowed, "tools[0]", request)
 
 
 def tool(name: str, read_only: bool = False) -> McpToolInfo:
@@ -102,13 +107,13 @@ def test_allowed_tools_by_name_or_read_only() -> None:
 
 def test_the_echoed_tool_has_no_secrets() -> None:
     echoed = echo_mcp_tool(
-        {
-            "type": "mcp",
-            "server_label": "s",
-            "server_url": "http://127.0.0.1/mcp",
-            "headers": {"X-Key": "secret"},
-            "authorization": "secret",
-        }
+        McpTool(
+            type="mcp",
+            server_label="s",
+            server_url="http://127.0.0.1/mcp",
+            headers={"X-Key": "secret"},
+            authorization="secret",
+        )
     )
     assert "secret" not in repr(echoed)
     assert echoed["server_label"] == "s" and echoed["require_approval"] == "always"
@@ -183,7 +188,8 @@ def hosted_tool(needs_approval: bool) -> HostedTool:
 
 def builder(needs_approval: bool = False) -> EventBuilder:
     resource = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
-    return EventBuilder(resource, hosted={"get_nonce": hosted_tool(needs_approval)})
+    calls = calls_for(hosted={"get_nonce": hosted_tool(needs_approval)})
+    return EventBuilder(resource, kinds=Kinds(calls))
 
 
 CALL = (
@@ -196,7 +202,7 @@ CALL = (
 def test_listing_then_call_then_text_in_one_response() -> None:
     b = builder()
     listing = McpListToolsItem(id="x", server_label="s", tools=[tool("get_nonce")])
-    events = b.start() + b.list_tools(listing)
+    events = b.start() + b.add(McpListing(listing)) + b.close()
     for delta in CALL:
         events += b.push(delta)
     (item_id,) = b.calling
@@ -260,7 +266,7 @@ def test_a_call_still_running_when_cancelled_ends_incomplete() -> None:
 
 
 def test_stored_mcp_items_replay_as_calls_and_results() -> None:
-    items = [
+    items: list[InputItem] = [
         InputMessage(role="user", content="go"),
         McpListToolsInput(type="mcp_list_tools", server_label="s", tools=[]),
         McpCallInput(type="mcp_call", id="mcp_1", server_label="s", name="get_nonce", output="n-1"),
@@ -285,7 +291,18 @@ def test_listed_annotations_keep_their_mcp_names() -> None:
     from respond.responses.hosted._mcp_client import _tool_info
 
     listed = Tool(
-        name="t", input_schema={"type": "object"}, annotations=ToolAnnotations(readOnlyHint=True)
+        name="t", input_schema={"type": "object"}, annotations=ToolAnnotations(read_only_hint=True)
     )
     assert _tool_info(listed).annotations == {"readOnlyHint": True}
     assert server(allowed={"read_only": True}).admits(_tool_info(listed))
+
+
+def test_a_stored_listing_reads_back_with_its_tools() -> None:
+    """A listing's tools are MCP tool infos, not request tools (they have no `type`)."""
+    stored = {
+        "type": "mcp_list_tools",
+        "server_label": "s",
+        "tools": [{"name": "get_nonce", "input_schema": {"type": "object"}}],
+    }
+    listing = McpListToolsInput.model_validate(stored)
+    assert listing.tools[0]["name"] == "get_nonce"

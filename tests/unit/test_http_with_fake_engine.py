@@ -126,7 +126,8 @@ def test_chat_error_without_stream_keeps_the_status_and_envelope() -> None:
                 f"{second}/v1/chat/completions",
                 json={"messages": [{"role": "user", "content": "x"}]},
             )
-        loading._gate.set()  # type: ignore[union-attr]
+            # Before the server stops: its shutdown waits for the load to end.
+            loading._gate.set()  # type: ignore[union-attr]
     assert reply.status_code == 502
     assert reply.json()["error"]["code"] == "upstream_error"
     assert busy.status_code == 503 and busy.json()["error"]["code"] == "model_loading"

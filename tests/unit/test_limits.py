@@ -1,21 +1,18 @@
-"""Request limits: the body walk, schema and regex limits, truncation by binary search."""
+"""Request limits: the body walk, schema and regex limits."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from respond.engines import _base as d
-from respond.protocol.errors import APIError
+from respond.protocol.errors import APIError, from_validation_error
 from respond.protocol.limits import Limits, check_id, check_json, load_json
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.schema_limits import SchemaBudget, check_regex, check_schema
 from respond.responses.limits import check_request
-from respond.responses.run import Responses, _without_oldest
-from respond.testing import FakeEngine
 
 LIMITS = Limits()
 
@@ -111,44 +108,8 @@ def test_request_counts() -> None:
     tools = [{"type": "function", "name": f"f{i}"} for i in range(LIMITS.tools + 1)]
     body = CreateResponseBody.model_validate({"input": "x", "tools": tools})
     assert refused(check_request, body, LIMITS).param == "tools"
-    custom = [{"type": "custom", "name": "c", "format": "regex"}]
-    body = CreateResponseBody.model_validate({"input": "x", "tools": custom})
-    assert refused(check_request, body, LIMITS).param == "tools[0].format"
-
-
-def msg(role: Any, content: str = "") -> d.ChatMessage:
-    return d.ChatMessage(role=role, content=content)
-
-
-def test_without_oldest_keeps_system_messages_and_no_leading_tool_result() -> None:
-    messages = [msg("system"), msg("user", "a"), msg("assistant", "b"), msg("tool", "c")]
-    messages += [msg("user", "d")]
-    kept = _without_oldest(messages, 2)
-    assert [m.content for m in kept] == ["", "d"]  # the tool result went with its call
-    assert [m.content for m in _without_oldest(messages, 1)] == ["", "b", "c", "d"]
-    assert [m.content for m in _without_oldest(messages, 10)] == ["", "d"]
-
-
-class CountingEngine(FakeEngine):
-    """A FAKE engine that counts how often the prompt is tokenized, with a small window."""
-
-    def __init__(self, window: int) -> None:
-        super().__init__([[{"text": "ok"}]])
-        self.info = d.ModelInfo(id="fake-model", owned_by="t", context_window=window, backend="f")
-        self.counted = 0
-
-    async def count_tokens(self, turn: d.ChatTurn) -> int:
-        self.counted += 1
-        return await super().count_tokens(turn)
-
-
-def test_truncation_auto_takes_a_logarithmic_number_of_tokenizations() -> None:
-    engine = CountingEngine(window=100)
-    service = Responses({"fake-model": engine})
-    items = [{"role": "user", "content": f"word{i}"} for i in range(4000)]
-    body = CreateResponseBody.model_validate({"input": items, "truncation": "auto"})
-    run = asyncio.run(service.prepare(body))
-    # Each message costs 2 tokens: the newest 49 fit a window of 100.
-    assert len(run.turn.messages) == 49
-    assert run.turn.messages[-1].content == "word3999"
-    assert engine.counted <= 14  # 1 + ceil(log2(4000)); one per dropped item was 3952
+    # A malformed tool is refused at the door, where the body is parsed (tools are typed).
+    data = {"input": "x", "tools": [{"type": "custom", "name": "c", "format": "regex"}]}
+    with pytest.raises(ValidationError) as caught:
+        CreateResponseBody.model_validate(data)
+    assert from_validation_error(caught.value, data).param == "tools[0].format"

@@ -132,7 +132,7 @@ def test_a_failure_before_anything_streamed_is_an_error_status() -> None:
 
 def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
     engine = ScriptedEngine([DONE, DONE, DONE, DONE])
-    cases = [
+    cases: list[tuple[dict[str, Any], str | None]] = [
         ({"thinking": {"type": "disabled"}}, "none"),
         ({"thinking": {"type": "enabled", "budget_tokens": 2048}}, "low"),
         ({"thinking": {"type": "adaptive"}, "output_config": {"effort": "max"}}, "xhigh"),

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from respond._banner import redact_url
 from respond._logs import JSONFormatter
-from respond.engines import Delta, Engine, LoadReport, ModelInfo, UpstreamLoad
+from respond.engines import Delta, Engine, LoadReport, ModelInfo, PromptCacheLoad, UpstreamLoad
 from respond.metrics import Metrics
 from respond.store.sqlite import SQLiteStore
 
@@ -83,6 +83,37 @@ def test_engine_reports_are_read_at_scrape_time_and_pools_counted_once() -> None
     assert ("respond_engine_slots", frozenset({("model", "m1")})) not in got
     engines["local"].report = LoadReport(slots=4, busy_slots=0, queued=0)
     assert samples(metrics)[("respond_engine_queue_length", local)] == 0
+
+
+def test_a_prompt_cache_report_becomes_its_gauges_and_counters() -> None:
+    load = PromptCacheLoad(
+        limit_bytes=64 << 20,
+        bytes=5 << 20,
+        entries=2,
+        hits=7,
+        misses=3,
+        saves=9,
+        evictions=1,
+        restored_tokens=1234,
+        failures=0,
+    )
+    engines = {
+        "local": Pooled("local", LoadReport(slots=2, prompt_cache=load)),
+        "remote": Pooled("remote", LoadReport(upstreams=())),
+    }
+    got = samples(Metrics(engines))
+    local = frozenset({("model", "local")})
+    assert got[("respond_prompt_cache_bytes", local)] == 5 << 20
+    assert got[("respond_prompt_cache_limit_bytes", local)] == 64 << 20
+    assert got[("respond_prompt_cache_entries", local)] == 2
+    assert got[("respond_prompt_cache_hits_total", local)] == 7
+    assert got[("respond_prompt_cache_misses_total", local)] == 3
+    assert got[("respond_prompt_cache_saves_total", local)] == 9
+    assert got[("respond_prompt_cache_evictions_total", local)] == 1
+    assert got[("respond_prompt_cache_restored_tokens_total", local)] == 1234
+    assert got[("respond_prompt_cache_restore_failures_total", local)] == 0
+    # An engine without one reports none.
+    assert ("respond_prompt_cache_bytes", frozenset({("model", "remote")})) not in got
 
 
 def test_each_app_has_its_own_registry() -> None:

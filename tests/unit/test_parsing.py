@@ -8,7 +8,7 @@ import json
 import pytest
 
 from respond.engines import _base as d
-from respond.engines._parsing import Dialect, OutputParser, detect_dialect
+from respond.engines._parsing import Dialect, OutputParser
 
 
 def parse(dialect: Dialect | None, text: str, size: int, **options: bool) -> list[d.Delta]:
@@ -25,6 +25,7 @@ def summary(deltas: list[d.Delta]) -> list[tuple[str, str]]:
     """Merge consecutive deltas of one kind: (kind, text) pairs, calls as (name, args)."""
     out: list[tuple[str, str]] = []
     for delta in deltas:
+        kind: str
         if isinstance(delta, d.TextDelta | d.ReasoningDelta):
             kind, text = delta.type, delta.text
         elif isinstance(delta, d.ToolCallStart):
@@ -213,13 +214,6 @@ def test_arguments_are_json_that_parses() -> None:
     deltas = parse("hermes", text, 3)
     streamed = "".join(x.arguments for x in deltas if isinstance(x, d.ToolCallArgumentsDelta))
     assert json.loads(streamed) == args
-
-
-def test_detect_dialect() -> None:
-    assert detect_dialect("{% if tools %}<tool_call>{% endif %}") == "hermes"
-    assert detect_dialect("[TOOL_CALLS] {{ tools }}") == "mistral"
-    assert detect_dialect("<|python_tag|>") == "llama3"
-    assert detect_dialect("{{ messages }}") is None
 
 
 @pytest.mark.parametrize("size", SIZES)

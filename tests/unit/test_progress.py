@@ -15,7 +15,7 @@ print("Collecting llama-cpp-python==0.3.36", flush=True)
 for step in range(1, 5):
     print(f"[{step}/4] Building CXX object ggml.o", flush=True)
     print("  -- some compiler noise", flush=True)
-    time.sleep(0.4)
+    time.sleep(0.05)
 print("Successfully built llama-cpp-python", flush=True)
 sys.exit(int(sys.argv[1]))
 """

@@ -37,7 +37,8 @@ def public_members(module: types.ModuleType) -> list[str]:
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES, ids=lambda m: m.__name__)
 def test_all_public_members_are_exported(module: types.ModuleType) -> None:
-    assert module.__all__ == public_members(module)
+    assert sorted(module.__all__) == public_members(module)
+    assert len(set(module.__all__)) == len(module.__all__)  # each name listed once
 
 
 def test_the_package_re_exports_the_engine_seam() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from respond.protocol.errors import APIError
-from respond.protocol.requests import InputMessage, ReasoningInput
+from respond.protocol.requests import InputItem, InputMessage, ReasoningInput
 from respond.responses.sealing import Sealer, load_key, open_reasoning
 
 
@@ -46,7 +46,7 @@ def test_key_from_secret_or_generated_once(tmp_path: Path) -> None:
 
 def test_open_reasoning_restores_content_or_names_the_item() -> None:
     sealer = Sealer.ephemeral()
-    items = [
+    items: list[InputItem] = [
         InputMessage(role="user", content="hi"),
         ReasoningInput(type="reasoning", encrypted_content=sealer.seal("thought")),
     ]

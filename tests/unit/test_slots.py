@@ -1,89 +1,46 @@
-"""Which slot a prompt goes to, and what a slot keeps of its cache (the real model's context)."""
+"""Which slot a prompt goes to, and how a batch is filled (no model: tests/e2e/test_slots_model.py
+has the cases that need the real model's context)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import SimpleNamespace
-from typing import Any, cast
-
-import llama_cpp
-import numpy as np
-import pytest
-
-from respond.engines.llamacpp import bundled_model_path
-from respond.engines.llamacpp._job import Feed, Job
-from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._slot import Slot
 from respond.engines.llamacpp._slots import _choose, _source, fill_batch
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[NativeModel]:
-    native = NativeModel(str(bundled_model_path()), n_ctx=256, n_slots=2, n_threads=1, n_batch=64)
-    yield native
-    native.close()
-
-
-def ran(slot: Slot, prompt: list[int], output: list[int], used_at: float) -> Slot:
-    """`slot` as a finished job on `prompt` (which wrote `output`) leaves it."""
-    slot.held, slot.prompt_len, slot.used_at = prompt + output, len(prompt), used_at
-    return slot
-
-
-def test_a_fresh_feed_keeps_the_common_prefix_and_evaluates_the_rest(model: NativeModel) -> None:
-    slot = ran(Slot(0), [1, 2, 3, 4], [5, 6], used_at=1.0)
-    assert slot.apply(Feed([1, 2, 3, 4, 5, 9, 9], fresh=True), model) == 5
-    assert slot.held == [1, 2, 3, 4, 5]
-    assert slot.pending == [9, 9]
-
-
-def test_the_same_prompt_again_evaluates_its_last_token(model: NativeModel) -> None:
-    slot = ran(Slot(0), [1, 2, 3], [7], used_at=1.0)
-    # llama.cpp needs the last prompt token evaluated again to sample after it.
-    assert slot.apply(Feed([1, 2, 3], fresh=True), model) == 2
-    assert slot.held == [1, 2] and slot.pending == [3]
-
-
-def test_a_feed_that_is_not_fresh_appends(model: NativeModel) -> None:
-    slot = ran(Slot(0), [1, 2], [], used_at=0.0)
-    assert slot.apply(Feed([8]), model) == 0
-    assert slot.held == [1, 2] and slot.pending == [8]
+from tests.support.slots import busy, native_batch, ran
 
 
 def test_a_conversation_goes_back_to_the_slot_it_continues() -> None:
     system = [1, 2, 3]
     other = ran(Slot(0), [*system, 10, 11], [12], used_at=5.0)
     mine = ran(Slot(1), [*system, 20, 21], [22], used_at=1.0)
-    assert _choose([other, mine], [*system, 20, 21, 22, 30]) is mine
+    assert _choose([other, mine], lambda _: [*system, 20, 21, 22, 30]) is mine
+
+
+def test_a_conversation_is_recognised_as_its_slot_spells_it() -> None:
+    """The slot's last prompt held a reply the model wrote as 21, 22, which the next prompt,
+    tokenized afresh, reads as one token (23, the same text): spelled with the slot's own
+    tokens, the prompt continues the slot."""
+    system = [1, 2, 3]
+    mine = ran(Slot(0), [*system, 20, 21, 22, 24], [25], used_at=1.0)
+    fresh = Slot(1)
+    afresh = [*system, 20, 23, 24, 25, 30]
+
+    def spelled(slot: Slot) -> list[int]:
+        return [*system, 20, 21, 22, 24, 25, 30] if slot is mine else afresh
+
+    assert _choose([fresh, mine], spelled) is mine
+    assert _choose([fresh, mine], lambda _: afresh) is fresh  # compared afresh: missed
 
 
 def test_a_new_conversation_takes_an_unused_slot_before_evicting_one() -> None:
     system = [1, 2, 3]
     busy_before = ran(Slot(0), [*system, 10], [11], used_at=5.0)
-    assert _choose([busy_before, Slot(1)], [*system, 40]) is not busy_before
+    assert _choose([busy_before, Slot(1)], lambda _: [*system, 40]) is not busy_before
 
 
 def test_with_every_slot_holding_a_conversation_the_least_recently_used_goes() -> None:
     recent = ran(Slot(0), [1, 10], [11], used_at=9.0)
     old = ran(Slot(1), [1, 20], [21], used_at=2.0)
-    assert _choose([recent, old], [1, 30]) is old
-
-
-def busy(seq: int, held: list[int], pending: list[int], arrived: float) -> Slot:
-    slot = Slot(seq, held=held, pending=pending)
-    slot.job = cast(Job, SimpleNamespace(arrived=arrived))  # fill_batch reads only this
-    return slot
-
-
-@contextmanager
-def native_batch(size: int) -> Iterator[Any]:
-    """A llama.cpp batch of `size` tokens, freed after."""
-    batch = llama_cpp.llama_batch_init(size, 0, 1)
-    try:
-        yield batch
-    finally:
-        llama_cpp.llama_batch_free(batch)
+    assert _choose([recent, old], lambda _: [1, 30]) is old
 
 
 def test_the_batch_lists_its_slots_by_sequence_id_whatever_their_arrival() -> None:
@@ -111,27 +68,6 @@ def test_decoding_slots_get_the_room_before_a_prompt_chunk() -> None:
         rows = [(batch.seq_id[i][0], batch.token[i]) for i in range(batch.n_tokens)]
         assert rows == [(0, 7), (0, 8), (1, 2)]  # the prompt's first two tokens, then the stream's
         assert outputs == [(decoding, 2)] and prefill.pending == [9, 10]
-
-
-def test_a_prefix_held_by_another_slot_is_copied_not_evaluated(model: NativeModel) -> None:
-    """The copied cells give the logits evaluating the prompt gives (the real context)."""
-    prompt = model.tokenize(b"You are a careful assistant. Say hello.", add_bos=True, special=False)
-    with native_batch(64) as batch:
-        try:
-            evaluated = busy(0, [], list(prompt), 0.0)
-            fill_batch(batch, [evaluated], room=64)
-            assert model.decode(batch) == 0
-            expected = model.logits(batch.n_tokens - 1).copy()
-            copy = Slot(1)
-            copy.copy_from(evaluated, model)
-            assert copy.apply(Feed(prompt, fresh=True), model) == len(prompt) - 1
-            copy.job = evaluated.job
-            outputs, _ = fill_batch(batch, [copy], room=64)
-            assert batch.n_tokens == 1 and model.decode(batch) == 0
-            assert np.allclose(model.logits(outputs[0][1]), expected, atol=1e-3)
-        finally:
-            for seq in (0, 1):
-                model.keep(seq, 0)
 
 
 def test_cells_are_copied_only_when_they_spare_enough_of_the_prompt() -> None:

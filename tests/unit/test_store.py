@@ -12,6 +12,7 @@ import pytest
 from respond.store import ListQuery, Store
 from respond.store.base import UnknownCursorError
 from respond.store.postgres import PostgresStore, split_schema
+from respond.store.sql import SQLStore
 from respond.store.sqlite import SQLiteStore
 from tests.support.stores import drop_schema, new_schema_url
 
@@ -211,6 +212,45 @@ async def test_concurrent_appends_keep_every_item(store: Store) -> None:
     assert sorted(i["id"] for i in items) == sorted(f"m{i}" for i in range(20))
 
 
+async def test_operations_cancelled_anywhere_leave_the_store_whole(store: Store) -> None:
+    """A client that hangs up cancels its request wherever it is: waiting for the writer,
+    inside BEGIN, between statements, in COMMIT, in its ROLLBACK. Every later operation
+    still works, and each cancelled write is all or nothing."""
+    await store.save_response(None, response("resp_read"), [], events(3))
+    saved = []
+    for step in range(40):
+        rids = [f"resp_{step}_{i}" for i in range(3)]
+        saved += rids
+        tasks = [
+            *(
+                asyncio.create_task(store.save_response(None, response(r), [], events(400)))
+                for r in rids
+            ),
+            asyncio.create_task(store.get_response(None, "resp_read")),
+            asyncio.create_task(store.events_after(None, "resp_read", 0)),
+        ]
+        await asyncio.sleep(step / 20_000)  # 0 to 2 ms: a different point each time
+        while not all(task.done() for task in tasks):
+            for task in tasks:  # again at every await, as anyio's cancel scopes do
+                task.cancel()
+            await asyncio.sleep(0)
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await store.save_response(None, response("resp_after"), [], events(2))
+    assert await store.get_response(None, "resp_after") is not None
+    for rid in saved:
+        kept = await store.events_after(None, rid, -1)
+        assert kept is None or len(kept) == 400, rid
+
+
+async def test_reads_do_not_wait_for_an_open_write(store: Store) -> None:
+    assert isinstance(store, SQLStore)
+    await store.save_response(None, response("resp_1", "in_progress", []), [], events(2))
+    async with store.transaction("slow_write") as tx:
+        await tx.execute("UPDATE responses SET status = 'completed' WHERE id = 'resp_1'")
+        found = await asyncio.wait_for(store.get_response(None, "resp_1"), 2)
+        assert found is not None and found.response["status"] == "in_progress"
+
+
 async def test_running_response_events_and_orphans(store: Store, clock: Clock) -> None:
     await store.save_response("t", response("resp_bg", "queued", []), [], events(2), runner="a")
     await store.append_events(
@@ -237,6 +277,31 @@ async def test_running_response_events_and_orphans(store: Store, clock: Clock) -
     stored = await store.get_response("t", "resp_bg")
     assert stored is not None and stored.response["status"] == "failed"
     assert await store.events_after("t", "resp_bg", 4) == [terminal]  # written once
+
+
+async def test_a_started_run_is_handed_back_to_the_queue_by_its_runner_only(
+    store: Store,
+) -> None:
+    request = {"input": "hi", "background": True}
+    queued = response("resp_h", "queued", [])
+    await store.save_response("t", queued, [], events(2), request=request)
+    assert [r["id"] for _, r, _ in await store.claim("a", 1)] == ["resp_h"]
+    assert await store.begin_claimed(
+        "t", "resp_h", "a", events(3, start=2), response("resp_h", "in_progress", [])
+    )
+    assert not await store.hand_back("b", "t", "resp_h", queued, 2)  # not b's run
+    assert not await store.hand_back("a", "other", "resp_h", queued, 2)
+    assert await store.hand_back("a", "t", "resp_h", queued, 2)
+    stored = await store.get_response("t", "resp_h")
+    assert stored is not None and stored.response == queued
+    assert [e["sequence_number"] for e in await store.events_after("t", "resp_h", -1) or []] == [
+        0,
+        1,
+    ]
+    assert [r["id"] for _, r, _ in await store.claim("b", 1)] == ["resp_h"]  # anyone's again
+    failed = {**response("resp_h", "failed", []), "error": {"code": "x", "message": "y"}}
+    assert await store.end_unfinished("t", "resp_h", failed, [])
+    assert not await store.hand_back("b", "t", "resp_h", queued, 2)  # ended: stays so
 
 
 async def test_queue_claims_each_run_once_and_requeues_a_dead_claimer(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from respond.engines import (
     ChatMessage,
@@ -10,6 +13,7 @@ from respond.engines import (
     EngineError,
     Finish,
     FunctionSpec,
+    InputGrammar,
     ReasoningDelta,
     Routing,
     Sampling,
@@ -27,6 +31,7 @@ from respond.engines.upstream._chat import ChatOptions, ChatTranslator, chat_req
 from respond.engines.upstream._common import affinity_keys
 from respond.engines.upstream._pool import refusal
 from respond.engines.upstream._responses import ResponsesTranslator, responses_request
+from tests.support.gbnf import accepts, bundled_vocab
 
 WEATHER = FunctionSpec("get_weather", "Weather by city", {"type": "object"}, strict=True)
 TIME = FunctionSpec("get_time", None, {"type": "object"}, strict=False)
@@ -286,7 +291,7 @@ def test_responses_request_expands_messages_and_keeps_no_state() -> None:
 
 def test_responses_events_map_to_deltas() -> None:
     translator = ResponsesTranslator(turn(tools=[WEATHER]))
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {}},
         {"type": "response.reasoning.delta", "item_id": "rs", "delta": "hm"},
         {
@@ -495,6 +500,36 @@ def test_a_forced_call_is_asked_for_as_structured_output() -> None:
         schema_style="json_object_schema",
     )
     assert picky["response_format"]["type"] == "json_object"
+
+
+DATE = FunctionSpec(
+    "set_date",
+    "A day",
+    {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]},
+    grammar=InputGrammar("regex", r"^\d{4}-\d{2}-\d{2}$"),
+)
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Iterator[Any]:
+    yield from bundled_vocab()
+
+
+def test_a_forced_custom_call_is_sent_as_a_llama_cpp_grammar_where_the_upstream_takes_one(
+    vocab: Any,
+) -> None:
+    forced = turn(tools=[DATE, CITY], tool_choice=ToolChoice("required"))
+    body = chat_request(forced, model="m", options=ChatOptions(grammars="gbnf"))
+    assert "response_format" not in body and "tools" not in body
+    grammar = body["grammar"]
+    assert accepts(vocab, grammar, '{"name": "set_date", "arguments": {"input": "2026-12-02"}}')
+    assert accepts(vocab, grammar, '{"name": "get_weather", "arguments": {"city": "Oslo"}}')
+    assert not accepts(vocab, grammar, '{"name": "set_date", "arguments": {"input": "soon"}}')
+    # Only checked afterwards where the upstream takes no grammar, or no tool has one.
+    checked = chat_request(forced, model="m", options=ChatOptions(grammars="check"))
+    assert "grammar" not in checked and "response_format" in checked
+    plain = turn(tools=[CITY], tool_choice=ToolChoice("required"))
+    assert "grammar" not in chat_request(plain, model="m", options=ChatOptions(grammars="gbnf"))
 
 
 def test_the_forced_json_becomes_one_call() -> None:

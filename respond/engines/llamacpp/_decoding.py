@@ -22,21 +22,33 @@ from typing import Any, Literal
 
 from respond._ids import new_id
 from respond.engines._base import ChatTurn, FunctionSpec
-from respond.engines._parsing import Dialect, OutputParser
 from respond.engines._tools import visible_tools
-from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
+from respond.engines.formats import THINK_TAGS, ChatFormat, StreamParser, Think
+from respond.engines.llamacpp._grammar import (
+    CallSpec,
+    input_schema,
+    output_grammar,
+    unsupported_keyword,
+)
 
 __all__ = ["DecodingPlan", "arguments_schema", "plan_decoding"]
 
 log = logging.getLogger("respond.engine")
 
-Think = Literal["open", "inside"] | None
+ThinkMode = Literal["open", "inside"] | None
+# Reasoning before forced calls, at most (characters): a model that reasons on and on (one
+# whose template opened the block, a small one) must still come to the call. Never more
+# than half the output limit either (a token holds a character at least), so the call fits.
+FORCED_THINK_CHARS = 1000
 
 
 def arguments_schema(tool: FunctionSpec) -> Mapping[str, Any] | None:
-    """The schema a function's arguments are decoded under (None: any JSON object)."""
+    """The schema a function's arguments are decoded under (None: any JSON object); a
+    custom tool's `input` under its grammar."""
     found = unsupported_keyword(tool.parameters)
     if found is None:
+        if tool.grammar is not None:
+            return input_schema(tool.parameters, tool.grammar)
         return tool.parameters
     # Only a non-strict tool gets here: a strict one was refused with a 400 before.
     keyword, where = found
@@ -52,17 +64,23 @@ def arguments_schema(tool: FunctionSpec) -> Mapping[str, Any] | None:
 
 @dataclass(frozen=True)
 class DecodingPlan:
-    dialect: Dialect | None  # None: no tools, so call markup is just text
+    chat_format: ChatFormat
     grammar: str | None  # for the output from its first token
     call_grammar: str | None  # for a call the model starts on its own ("auto")
-    thinking: bool
+    think: Think | None  # the reasoning markup the output may hold
     starts_in_reasoning: bool
+    # The functions the model may call; None: no tools, so call markup is just text.
+    tools: Mapping[str, Mapping[str, Any] | None] | None = None
     new_call_id: Callable[[], str] = lambda: new_id("call")
 
-    def parser(self, *, stop_at_call: bool, after_rewind: bool = False) -> OutputParser:
-        return OutputParser(
-            self.dialect,
-            thinking=self.thinking and not after_rewind,
+    @property
+    def thinking(self) -> bool:
+        return self.think is not None
+
+    def parser(self, *, stop_at_call: bool, after_rewind: bool = False) -> StreamParser:
+        return self.chat_format.parser(
+            tools=self.tools,
+            think=None if after_rewind else self.think,
             in_reasoning=self.starts_in_reasoning and not after_rewind,
             new_call_id=self.new_call_id,
             stop_at_call=stop_at_call,
@@ -70,40 +88,52 @@ class DecodingPlan:
 
 
 def plan_decoding(
-    turn: ChatTurn, dialect: Dialect, template_thinks: bool, prompt_tail: str
+    turn: ChatTurn, chat_format: ChatFormat, think_markup: Think | None, prompt_tail: str
 ) -> DecodingPlan:
     tools = visible_tools(turn)
-    thinking = template_thinks and turn.reasoning_effort != "none"
-    # Templates such as DeepSeek-R1's open the <think> block in the prompt itself.
-    inside = thinking and prompt_tail.rstrip().endswith("<think>")
-    think: Think = "inside" if inside else "open" if thinking else None
+    think = think_markup if turn.reasoning_effort != "none" else None
+    # Templates such as DeepSeek-R1's open the reasoning block in the prompt itself; others
+    # (Command R7B, Gemma 4, Qwen3 without thinking) close an empty one there: the answer
+    # or the calls come next, and a grammar that let the model open another block would
+    # write what no history of the turn holds.
+    tail = prompt_tail.rstrip()
+    inside = think is not None and tail.endswith(think.open.rstrip())
+    closed = think is not None and not inside and tail.endswith(think.close.rstrip())
+    mode: ThinkMode = "inside" if inside else "open" if think and not closed else None
     calls = [CallSpec(t.name, arguments_schema(t)) for t in tools]
     max_calls = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
     json_output = turn.json_schema is not None or turn.json_object
     forced = bool(tools) and turn.tool_choice.mode == "required"
 
-    def build(*, with_calls: bool, with_json: bool, think_: Think) -> str:
+    think_limit = FORCED_THINK_CHARS
+    if turn.max_output_tokens is not None:
+        think_limit = max(0, min(think_limit, turn.max_output_tokens // 2))
+
+    def build(*, with_calls: bool, with_json: bool, think_: ThinkMode) -> str:
         return output_grammar(
-            dialect=dialect,
+            chat_format=chat_format,
             calls=calls if with_calls else (),
             max_calls=max_calls,
             json_output=with_json,
             schema=turn.json_schema,
             think=think_,
+            think_markup=think or THINK_TAGS,
+            think_limit=think_limit if with_calls and think_ else None,
         )
 
     grammar: str | None = None
     call_grammar: str | None = None
     if forced:
-        grammar = build(with_calls=True, with_json=False, think_=think)
+        grammar = build(with_calls=True, with_json=False, think_=mode)
     elif json_output:
-        grammar = build(with_calls=bool(tools), with_json=True, think_=think)
+        grammar = build(with_calls=bool(tools), with_json=True, think_=mode)
     elif tools:
         call_grammar = build(with_calls=True, with_json=False, think_=None)
     return DecodingPlan(
-        dialect=dialect if tools else None,
+        chat_format=chat_format,
         grammar=grammar,
         call_grammar=call_grammar,
-        thinking=thinking,
+        think=think,
         starts_in_reasoning=inside,
+        tools={call.name: call.schema for call in calls} if tools else None,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -29,23 +30,19 @@ from respond.engines._base import (
     ModelInfo,
     OverloadedError,
     UnsupportedSchemaError,
-    model_loading,
+    not_ready,
 )
-from respond.engines._parsing import Dialect, detect_dialect
-from respond.engines._tools import visible_tools
+from respond.engines.formats import HERMES, ChatFormat, Chosen, choose_format
+from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
 from respond.engines.llamacpp._grammar import unsupported_keyword
 from respond.engines.llamacpp._job import Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import CpuWork
 from respond.engines.llamacpp._prepare import checked_plan
+from respond.engines.llamacpp._prompt import render_prompt
 from respond.engines.llamacpp._slots import Scheduler
-from respond.engines.llamacpp._template import (
-    ChatTemplate,
-    fallback_tool_messages,
-    message_dicts,
-    tool_dicts,
-)
+from respond.engines.llamacpp._template import ChatTemplate
 from respond.engines.llamacpp._tokens import SpecialSplitter
 
 __all__ = ["LlamaCppEngine", "bundled_model_path"]
@@ -56,7 +53,9 @@ BUNDLED_ALIAS = "smollm2-135m"
 DEFAULT_SLOTS = 4
 DEFAULT_QUEUE_MAX = 64
 DEFAULT_BATCH = 512  # tokens per decode step: a long prompt is read in chunks of this
+DEFAULT_CACHE_RAM_MB = 8192  # the prompt cache beyond the slots, in MiB (llama-server's too)
 DEFAULT_SEED = 0xFFFFFFFF  # llama.cpp's: a random seed per sampler
+GGUF_TEMPLATE = "GGUF key tokenizer.chat_template"  # where a model's template is, unless given
 TOKENIZED_KEPT = 8  # prompts whose tokens are kept between counting and generating
 
 
@@ -88,20 +87,28 @@ class LlamaCppEngine(Engine):
         n_slots: int = DEFAULT_SLOTS,
         queue_max: int = DEFAULT_QUEUE_MAX,
         n_batch: int = DEFAULT_BATCH,
+        chat_format: str | None = None,
+        chat_template_file: str | os.PathLike[str] | None = None,
+        cache_ram_mb: int = DEFAULT_CACHE_RAM_MB,
     ) -> None:
         self.model_path = Path(model_path)
+        # A Jinja file to use instead of the GGUF's own template (--chat-template-file).
+        self.chat_template_file = None if chat_template_file is None else Path(chat_template_file)
         self.n_ctx = n_ctx  # per slot: every request gets the whole window
         self.n_threads = n_threads
         self.seed = seed
         self.n_slots = n_slots
         self.queue_max = queue_max
         self.n_batch = n_batch
+        self.cache_ram_mb = cache_ram_mb  # 0: no prompt cache beyond the slots
         self.info = ModelInfo(
             id=alias, owned_by="respond", context_window=n_ctx, backend="llama.cpp"
         )
         self._model: NativeModel | None = None
         self._scheduler: Scheduler | None = None
         self._template: ChatTemplate | None = None
+        self._format_override = chat_format  # a format's name (--chat-format), else detected
+        self._chosen = Chosen(None, None, "fallback")
         self._splitter: SpecialSplitter | None = None
         self._loaded = threading.Event()
         self._load_error: str | None = None
@@ -142,18 +149,45 @@ class LlamaCppEngine(Engine):
             )
             self._model = model
             self._splitter = SpecialSplitter(model)
+            source, origin = self._template_source(model)
             self._template = ChatTemplate(
-                model.metadata().get("tokenizer.chat_template"),
+                source,
                 bos_token=self._piece(model.token_bos()),
                 eos_token=self._piece(model.token_eos()),
+                origin=origin,
             )
-            self._scheduler = Scheduler(model, n_slots=self.n_slots, queue_max=self.queue_max)
+            log.info("chat template of '%s': %s", self.info.id, self._template.caps.describe())
+            self._chosen = self._choose_format(self._template)
+            cache = PromptCache(self.cache_ram_mb * 1024 * 1024)
+            self._scheduler = Scheduler(
+                model, n_slots=self.n_slots, queue_max=self.queue_max, cache=cache
+            )
             log.info("model loaded in %.1fs as '%s'", time.monotonic() - started, self.info.id)
         except Exception as exc:
             self._load_error = f"could not load model {self.model_path}: {exc}"
             log.error("%s", self._load_error)
         finally:
             self._loaded.set()
+
+    def _template_source(self, model: NativeModel) -> tuple[str | None, str]:
+        """The chat template's text (None: the GGUF has none) and where it comes from."""
+        path = self.chat_template_file
+        if path is None:
+            return model.metadata().get("tokenizer.chat_template"), GGUF_TEMPLATE
+        log.info("chat template of '%s': %s, instead of the GGUF's", self.info.id, path)
+        return path.read_text(), str(path)
+
+    def _choose_format(self, template: ChatTemplate) -> Chosen:
+        def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+            return template.render(messages, tools=tools, add_generation_prompt=False)
+
+        chosen = choose_format(template.source, render, self._format_override)
+        described = chosen.describe()
+        if chosen.format is None:
+            described += " (the template's tool-call format is not one respond knows)"
+        log.info("chat format of '%s': %s (%s)", self.info.id, described, chosen.how)
+        self.info = dataclasses.replace(self.info, chat_format=chosen.describe())
+        return chosen
 
     def _piece(self, token: int) -> str:
         if token < 0:
@@ -166,22 +200,13 @@ class LlamaCppEngine(Engine):
     def render(self, turn: ChatTurn) -> str:
         template = self._template
         assert template is not None
-        extra: dict[str, Any] = {}
-        if turn.reasoning_effort == "none":
-            extra["enable_thinking"] = False
-        tools = visible_tools(turn)
-        if template.supports_tools:
-            return template.render(
-                message_dicts(turn.messages), tools=tool_dicts(tools) or None, **extra
-            )
-        messages = fallback_tool_messages(turn.messages, tools)
-        return template.render(message_dicts(messages), **extra)
+        return render_prompt(template, turn, chosen=self._chosen)
 
     @property
-    def dialect(self) -> Dialect:
-        """How this model writes tool calls (the Hermes format when its template has none)."""
-        assert self._template is not None
-        return detect_dialect(self._template.source) or "hermes"
+    def chat_format(self) -> ChatFormat:
+        """How this model writes tool calls (Hermes, as the fallback prompt asks, when its
+        template's format is unknown)."""
+        return self._chosen.format or HERMES
 
     def check_schema(self, schema: Mapping[str, Any]) -> None:
         found = unsupported_keyword(schema)
@@ -227,15 +252,16 @@ class LlamaCppEngine(Engine):
         assert template is not None and self._model is not None
         vocab = self._model.vocab
 
+        think = self._chosen.think
+
         def plan() -> DecodingPlan:
-            return checked_plan(turn, self.dialect, template.thinks, self._tail(turn), vocab)
+            return checked_plan(turn, self.chat_format, think, self._tail(turn), vocab)
 
         turn.prepared = await self._cpu.run(plan)
 
     def _tail(self, turn: ChatTurn) -> str:
-        # Whether the prompt opens a <think> block matters only to templates that think.
-        assert self._template is not None
-        return self.render(turn)[-64:] if self._template.thinks else ""
+        # Whether the prompt opens a reasoning block matters only to templates that think.
+        return self.render(turn)[-64:] if self._chosen.think else ""
 
     def _admit(self) -> None:
         scheduler = self._scheduler
@@ -249,16 +275,19 @@ class LlamaCppEngine(Engine):
             )
 
     def _require_ready(self) -> None:
-        if not self._loaded.is_set():
-            raise model_loading()
-        if self._load_error is not None:
-            raise EngineError(self._load_error, code="model_unavailable", status=503)
+        if not self.ready:
+            raise not_ready(self)
 
     def load_report(self) -> LoadReport:
         scheduler = self._scheduler
         if scheduler is None:
             return LoadReport(slots=self.n_slots)
-        return LoadReport(slots=self.n_slots, busy_slots=scheduler.busy, queued=scheduler.queued)
+        return LoadReport(
+            slots=self.n_slots,
+            busy_slots=scheduler.busy,
+            queued=scheduler.queued,
+            prompt_cache=scheduler.cache.report(),
+        )
 
     # ------------------------------------------------------------ generation
 
@@ -267,14 +296,17 @@ class LlamaCppEngine(Engine):
         model, scheduler = self._model, self._scheduler
         assert model is not None and scheduler is not None
         tokens = await self._cpu.run(lambda: self.tokenize(turn))
+        if log.isEnabledFor(logging.DEBUG):
+            # What the model reads (tools included), for `--log-level debug`: rendered again
+            # only then, so other levels pay nothing for it.
+            prompt = await self._cpu.run(lambda: self.render(turn))
+            log.debug("prompt, %d tokens:\n%s", len(tokens), prompt)
         if len(tokens) >= self.n_ctx:
             raise ContextOverflowError(len(tokens), self.n_ctx)
         plan = turn.prepared
         if not isinstance(plan, DecodingPlan):  # stream() called without prepare()
-            assert self._template is not None
-            thinks = self._template.thinks
-            tail = self._tail(turn)
-            plan = await self._cpu.run(lambda: plan_decoding(turn, self.dialect, thinks, tail))
+            think, tail = self._chosen.think, self._tail(turn)
+            plan = await self._cpu.run(lambda: plan_decoding(turn, self.chat_format, think, tail))
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Delta | BaseException | None] = asyncio.Queue()
 

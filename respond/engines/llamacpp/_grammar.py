@@ -8,17 +8,22 @@ lists them first: respond refuses a schema it would not enforce instead of prete
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
 
-from respond.engines._parsing import HERMES_CLOSE, HERMES_OPEN, MISTRAL_OPEN, Dialect
+from respond.engines._base import InputGrammar
+from respond.engines.formats import HERMES, THINK_TAGS, ChatFormat, Think
+from respond.engines.grammars import Grammar, gbnf_rules, parse_grammar
 from respond.engines.llamacpp._numbers import NUMERIC_KEYWORDS, numeric_problem, numeric_rule
+from respond.protocol.limits import Limits
 
 __all__ = [
     "CallSpec",
+    "input_schema",
     "output_grammar",
     "unsupported_keyword",
 ]
@@ -74,6 +79,21 @@ _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 # 524288` alone would be a 4 MB grammar. Larger bounds are not enforced.
 _BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
 _MAX_BOUND = 1000
+
+
+# A string schema's private keyword: {"syntax": ..., "definition": ...}, a custom tool's
+# grammar (engines/grammars). Never in a client's schema: `unsupported_keyword` refuses it
+# there, and `input_schema` adds it only after that check.
+INPUT_GRAMMAR = "x-respond-input-grammar"
+
+
+def input_schema(parameters: Mapping[str, Any], grammar: InputGrammar) -> dict[str, Any]:
+    """A custom tool's parameters with its `input` string under `grammar`."""
+    value = {
+        "type": "string",
+        INPUT_GRAMMAR: {"syntax": grammar.syntax, "definition": grammar.definition},
+    }
+    return {**parameters, "properties": {"input": value}}
 
 
 def unsupported_keyword(schema: Any, path: str = "") -> tuple[str, str] | None:
@@ -136,83 +156,158 @@ class CallSpec:
     schema: Mapping[str, Any] | None
 
 
-# Free thinking before the constrained part, for models that think in <think> blocks.
-_THINK_RULES = {
-    "think": 'think-char* "</think>" [ \\n]*',
-    "think-char": '[^<] | "<" [^/]',
-}
-
-
 def output_grammar(
     *,
-    dialect: Dialect = "hermes",
+    chat_format: ChatFormat = HERMES,
     calls: Sequence[CallSpec] = (),
     max_calls: int | None = None,
     json_output: bool = False,
     schema: Mapping[str, Any] | None = None,
     think: Literal["open", "inside"] | None = None,
+    think_markup: Think = THINK_TAGS,
+    think_limit: int | None = None,
 ) -> str:
-    """A grammar for the whole output: tool calls written in `dialect` (1..max_calls of
-    `calls`), or one JSON value (`schema`'s, any object when None) when `json_output`,
-    or either. `think`: "open" allows a free <think> block first; "inside" means the
-    prompt opened it, so free text up to </think> comes first.
+    """A grammar for the whole output: tool calls written in `chat_format` (1..max_calls
+    of `calls`), or one JSON value (`schema`'s, any object when None) when `json_output`,
+    or either. `think`: "open" allows a free reasoning block first; "inside" means the
+    prompt opened it, so free text up to its close comes first. `think_limit` bounds that
+    text (in characters, none of them the first of the close marker), so that a model that
+    would reason on and on must still come to what the grammar forces.
     """
-    converter = _converter()
-    extra: dict[str, str] = {}  # respond's own rules, kept apart from the converter's
+    kit = _Kit()
     choices = []
     if calls:
-        choices.append(_calls_rule(converter, extra, dialect, calls, max_calls))
+        pairs = [(call.name, call.schema) for call in calls]
+        choices.append(chat_format.grammar(kit, pairs, max_calls))
     if json_output:
-        choices.append(_value_rule(converter, schema, "out", "schema"))
+        choices.append(kit.json_value(schema, "out"))
     assert choices, "a grammar needs calls or a JSON output"
-    rules = dict(converter._rules)
-    rules.update(extra)
-    if "char" in rules:
-        # JSON strings may not hold raw control characters (the stock rule allows them).
-        rules["char"] = _JSON_CHAR
-    body = " | ".join(choices)
-    if think == "open":
-        body = f'( "<think>" think )? ( {body} )'
-    elif think == "inside":
-        body = f"think ( {body} )"
-    rules["root"] = body
-    if think:
-        rules.update(_THINK_RULES)
-    return _format(rules)
+    body = " | ".join(f"( {choice} )" for choice in choices)
+    if think is not None:
+        if think_limit is None:
+            text = kit.text_until(think_markup.close, "think")
+        else:
+            first = _class_char(think_markup.close[0])
+            text = kit.rule("think", f"[^{first}]{{0,{think_limit}}}")
+        block = f"{text} {kit.lit(think_markup.close)} {think_markup.gap}"
+        if think == "open":
+            body = f"( {kit.lit(think_markup.open)} {block} )? ( {body} )"
+        else:
+            body = f"{block} ( {body} )"
+    return kit.finish(body)
 
 
-_JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ' + " ".join(["[0-9a-fA-F]"] * 4) + ")"
+_JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u00" [01] [0-9a-f])'
 
 
-def _calls_rule(
-    converter: Any,
-    extra: dict[str, str],
-    dialect: Dialect,
-    calls: Sequence[CallSpec],
-    max_calls: int | None,
-) -> str:
-    alternatives = []
-    key = "parameters" if dialect == "llama3" else "arguments"
-    lit = converter._format_literal
-    for index, call in enumerate(calls):
-        arguments = _value_rule(converter, call.schema, f"fn{index}", f"fn{index}")
-        head = json.dumps({"name": call.name, key: 0})[: -len("0}")]
-        alternatives.append(f'{lit(head)} {arguments} "}}"')
-    extra["call"] = " | ".join(alternatives)
-    if dialect == "hermes":
-        extra["one-call"] = f"{lit(HERMES_OPEN + chr(10))} call {lit(chr(10) + HERMES_CLOSE)}"
-        extra["calls"] = _repeat("one-call", lit("\n"), max_calls)
-    elif dialect == "mistral":
-        extra["calls"] = f'{lit(MISTRAL_OPEN + "[")} {_repeat("call", lit(", "), max_calls)} "]"'
-    else:  # Llama 3 writes one call per turn
-        extra["calls"] = "call"
-    return "calls"
+class _Kit:
+    """The GrammarKit a format builds its grammar with: llama.cpp's JSON-Schema converter
+    for values (rewritten to the spacing of `tojson`), plus respond's own rules."""
+
+    def __init__(self) -> None:
+        self.converter = _converter()
+        self.extra: dict[str, str] = {}  # respond's own rules, kept apart from the converter's
+
+    def lit(self, text: str) -> str:
+        return str(self.converter._format_literal(text)) if text else '""'
+
+    def json_value(self, schema: Mapping[str, Any] | None, name: str) -> str:
+        return _value_rule(self.converter, schema, name, name)
+
+    def properties(
+        self, schema: Mapping[str, Any] | None, name: str
+    ) -> list[tuple[str, Mapping[str, Any], bool]] | None:
+        if schema is None or not isinstance(schema.get("properties"), Mapping):
+            return None
+        prefixed = _prefix_defs(_any_where_untyped(json.loads(json.dumps(schema))), name)
+        resolved = self.converter.resolve_refs(prefixed, name)
+        required = set(resolved.get("required", ()))
+        return [(key, sub, key in required) for key, sub in resolved["properties"].items()]
+
+    def rule(self, name: str, body: str) -> str:
+        self.extra[name] = body
+        return name
+
+    def raw_string(self, schema: Mapping[str, Any], name: str) -> str | None:
+        found = schema.get(INPUT_GRAMMAR)
+        if not isinstance(found, Mapping):
+            return None
+        root, rules = gbnf_rules(_parsed(found), f"{name}-g", "raw")
+        self.extra.update(rules)
+        return root
+
+    def text_until(self, marker: str, name: str) -> str:
+        """Text without `marker` in it: a rule per state of the automaton that finds it."""
+        states = [f"{name}-s{n}" for n in range(len(marker))]
+        for n, state in enumerate(states):
+            seen = marker[:n]
+            moves: dict[int, list[str]] = {}
+            for char in dict.fromkeys(marker):
+                if char == marker[n]:
+                    continue
+                moves.setdefault(_fallback(marker, seen + char), []).append(char)
+            alternatives = ['""']
+            if n + 1 < len(marker):
+                alternatives.append(f"{self.lit(marker[n])} {states[n + 1]}")
+            others = "".join(_class_char(c) for c in dict.fromkeys(marker))
+            alternatives.append(f"[^{others}] {states[0]}")
+            for target, chars in moves.items():
+                alternatives.append(f"[{''.join(_class_char(c) for c in chars)}] {states[target]}")
+            self.extra[state] = " | ".join(alternatives)
+        return states[0]
+
+    def finish(self, root: str) -> str:
+        rules = _canonical_spacing(dict(self.converter._rules))
+        rules.update(self.extra)
+        if "char" in rules:
+            # JSON strings as json.dumps writes them: no raw control characters (the stock
+            # rule allows them), and only the escapes it writes.
+            rules["char"] = _JSON_CHAR
+        rules["root"] = root
+        return _format(rules)
 
 
-def _repeat(rule: str, separator: str, upto: int | None) -> str:
-    if upto is None:
-        return f"{rule} ({separator} {rule})*"
-    return f"{rule}" + f" ({separator} {rule}" * (upto - 1) + ")?" * (upto - 1)
+def _fallback(marker: str, text: str) -> int:
+    """How much of `marker` the end of `text` still matches (a KMP step)."""
+    for size in range(min(len(text), len(marker) - 1), 0, -1):
+        if text.endswith(marker[:size]):
+            return size
+    return 0
+
+
+def _class_char(char: str) -> str:
+    if char in "\\]^-[":
+        return "\\" + char
+    if char == "\n":
+        return "\\n"
+    if char == "\t":
+        return "\\t"
+    if char == "\r":
+        return "\\r"
+    return char
+
+
+# A GBNF rule body, token by token: string literals, character classes, the rest.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]|\s+|[\w-]+|\{[^}]*\}|\S')
+
+
+def _canonical_spacing(rules: dict[str, str]) -> dict[str, str]:
+    """The converter lets the model put any whitespace between JSON tokens; templates write
+    `tojson`'s: one space after "," and ":", none elsewhere. Rewrite its rules to that."""
+    out = {}
+    for name, body in rules.items():
+        tokens = [t for t in _TOKENS.findall(body) if not t.isspace()]
+        kept: list[str] = []
+        for token in tokens:
+            if token == "space":
+                if kept and kept[-1] in ('","', '":"'):
+                    kept[-1] = kept[-1][:-1] + ' "'
+                    continue
+                token = '""'
+            kept.append(token)
+        out[name] = " ".join(kept)
+    out["space"] = '""'
+    return out
 
 
 _Untyped: Any = SchemaConverter  # untyped upstream code
@@ -222,6 +317,12 @@ class _Converter(_Untyped):  # type: ignore[misc]
     """llama-cpp-python's converter, plus numeric bounds and multipleOf (_numbers.py)."""
 
     def visit(self, schema: Any, name: str) -> Any:
+        if isinstance(schema, dict) and isinstance(schema.get(INPUT_GRAMMAR), dict):
+            # A string whose text (as the inside of a JSON string) is in a custom grammar.
+            root, rules = gbnf_rules(_parsed(schema[INPUT_GRAMMAR]), f"{name}-g", "json")
+            for rule_name, body in rules.items():
+                self._rules[rule_name] = body
+            return self._add_rule(name or "root", f'"\\"" {root} "\\""')
         if isinstance(schema, dict):
             kinds = schema.get("type")
             if isinstance(kinds, list) and not _COMBINATORS & schema.keys():
@@ -237,6 +338,12 @@ class _Converter(_Untyped):  # type: ignore[misc]
 
 
 _COMBINATORS = frozenset({"$ref", "anyOf", "oneOf", "allOf", "const", "enum"})
+
+
+def _parsed(grammar: Mapping[str, Any]) -> Grammar:
+    # The request's checks parsed it already (responses/limits.py); should it fail here
+    # all the same, prepare reports it as a grammar it cannot build (a 400).
+    return parse_grammar(grammar["syntax"], grammar["definition"], max_repeat=Limits.repetition)
 
 
 def _converter() -> Any:

@@ -9,15 +9,16 @@ batches every slot's feed into one decode per step, so the logic knows nothing o
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from respond.engines._base import ChatTurn, Delta, Finish, TokenLogprob, Usage
+from respond.engines._base import ChatTurn, Delta, Finish, TokenLogprob, ToolCallStart, Usage
 from respond.engines._calls import RepeatGuard
-from respond.engines._parsing import OutputParser
+from respond.engines.formats import StreamParser
 from respond.engines.llamacpp._decoding import DecodingPlan
 from respond.engines.llamacpp._logprobs import token_logprob, with_logprobs
 from respond.engines.llamacpp._model import NativeModel
@@ -57,10 +58,11 @@ class Job:
         n_ctx: int,
     ) -> None:
         self.model = model
-        self.tokens = tokens
+        self.tokens = tokens  # the prompt as the slot reads it (_respell.py may change it)
+        self.counted = len(tokens)  # the prompt as tokenized: what a count of it says
         self.turn = turn
         self.plan = plan
-        self.emit = emit
+        self.emit = _unique_call_ids(emit, plan.new_call_id)
         self.seed = seed
         self.n_ctx = n_ctx
         self.cached: int | None = None  # prompt tokens reused from the slot (its first feed)
@@ -68,6 +70,7 @@ class Job:
         self.arrived = time.monotonic()
         self.sampler: SlotSampler | None = None
         self.logits: Any = None  # this step's logits, kept when logprobs are asked for
+        self.written = ""  # the text the model wrote, markup included (for the debug log)
         self._steps = self._generate()
 
     # ------------------------------------------------------------ driven by the scheduler
@@ -113,6 +116,7 @@ class Job:
             # The model chose to call a function: rewind to where its markup began and
             # write the call(s) under the grammar, so they are valid by construction.
             prefix = tokens + budget.rewind(self.model, parser.halted_at)
+            self.written = self.written[: parser.halted_at]
             parser = plan.parser(stop_at_call=False, after_rewind=True)
             yield from self._phase(prefix, plan.call_grammar, parser, guard, budget)
         if not guard.repeated:
@@ -133,21 +137,28 @@ class Job:
             time.monotonic() - self.arrived,
             " on a repeated tool call" if guard.repeated else "",
         )
+        log.debug("output, %d tokens:\n%s", budget.produced, self.written)
         self.emit(
             Usage(
-                input_tokens=len(tokens),
+                input_tokens=self.counted,
                 output_tokens=budget.produced,
-                cached_tokens=cached,
+                cached_tokens=self._spared(cached),
                 reasoning_tokens=budget.reasoning,
             )
         )
         self.emit(Finish("length" if cut else "stop"))
 
+    def _spared(self, reused: int) -> int:
+        """The counted prompt tokens the slot did not evaluate. Usage counts the prompt as
+        tokenized, as a count of it says, also when the slot read it in tokens of its own
+        (_respell.py: more or fewer); what it evaluated is what it did not spare."""
+        return max(0, self.counted - (len(self.tokens) - reused))
+
     def _phase(
         self,
         tokens: list[int],
         grammar: str | None,
-        parser: OutputParser,
+        parser: StreamParser,
         guard: RepeatGuard,
         budget: _Budget,
     ) -> Steps:
@@ -170,6 +181,7 @@ class Job:
                 break
             piece = self.model.detokenize([token], special=True)
             text = decoder.decode(piece)
+            self.written += text
             thinking = parser.in_reasoning
             deltas = guard.feed(parser.feed(text))
             budget.took(token, text, reasoning=thinking or parser.in_reasoning)
@@ -191,6 +203,26 @@ class Job:
         rest = guard.feed(parser.feed(decoder.decode(b"", final=True)))
         for delta in with_logprobs(rest, logprobs):  # a character the limit cut: U+FFFD
             self.emit(delta)
+
+
+def _unique_call_ids(emit: Emit, new_call_id: Callable[[], str]) -> Emit:
+    """`emit`, with each call's id unique in the turn. Where the model writes the ids
+    (Solar Open, Mistral's [CALL_ID]), the bundled model wrote the same one for two calls,
+    and the client could not tell their outputs apart: a repeated id is replaced by one of
+    respond's."""
+    seen: set[str] = set()
+
+    def unique(item: Delta | BaseException | None) -> None:
+        if isinstance(item, ToolCallStart):
+            if item.call_id in seen:
+                log.info(
+                    "call id %r written twice in one turn: the second is renamed", item.call_id
+                )
+                item = dataclasses.replace(item, call_id=new_call_id())
+            seen.add(item.call_id)
+        emit(item)
+
+    return unique
 
 
 @dataclass

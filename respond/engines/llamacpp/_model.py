@@ -38,8 +38,11 @@ class NativeModel:
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, as `Llama(verbose=False)` has it
         params = llama_cpp.llama_model_default_params()
+        # verbose=True: quiet, LlamaModel points the process's stdout and stderr at /dev/null
+        # while it loads, and two loads at once (a config file's models) put back each
+        # other's /dev/null, the server's log lost for good. llama.cpp's log is quiet anyway.
         # Untyped: typed as Any, not narrowed to the class mypy knows nothing of.
-        self.model: Any = cast(Any, LlamaModel(path_model=path, params=params, verbose=False))
+        self.model: Any = cast(Any, LlamaModel(path_model=path, params=params, verbose=True))
         self.vocab: Any = self.model.vocab
         self.n_vocab: int = llama_cpp.llama_vocab_n_tokens(self.vocab)
         self.n_batch = n_batch
@@ -100,6 +103,21 @@ class NativeModel:
         """Make sequence `target` a copy of sequence `source`: every cell, copied (across the
         streams of a non-unified cache) at the start of the next decode."""
         llama_cpp.llama_memory_seq_cp(self.memory, source, target, -1, -1)
+
+    def save(self, seq: int) -> ctypes.Array[ctypes.c_uint8] | None:
+        """A copy of sequence `seq`'s cells in host memory (llama.cpp's state of one
+        sequence: positions and K/V rows), or None when llama.cpp could not write it."""
+        size = llama_cpp.llama_state_seq_get_size(self.ctx, seq)
+        if size == 0:
+            return None
+        state = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self.ctx, state, size, seq)
+        return state if written == size else None
+
+    def restore(self, seq: int, state: ctypes.Array[ctypes.c_uint8]) -> bool:
+        """Make sequence `seq` hold the cells `state` was saved with (from any sequence of
+        this context). False when llama.cpp refused it; it leaves the sequence empty then."""
+        return int(llama_cpp.llama_state_seq_set_data(self.ctx, state, len(state), seq)) > 0
 
     def decode(self, batch: Any) -> int:
         return int(llama_cpp.llama_decode(self.ctx, batch))

@@ -14,9 +14,9 @@ from typing import Any
 import llama_cpp
 
 from respond.engines._base import ChatTurn, ConstraintError
-from respond.engines._parsing import Dialect
 from respond.engines._tools import visible_tools
-from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
+from respond.engines.formats import ChatFormat, Think
+from respond.engines.llamacpp._decoding import DecodingPlan, arguments_schema, plan_decoding
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 from respond.engines.llamacpp._native import on_big_stack
 from respond.protocol.limits import Limits
@@ -27,12 +27,12 @@ MAX_GRAMMAR_BYTES = Limits.grammar_bytes
 
 
 def checked_plan(
-    turn: ChatTurn, dialect: Dialect, template_thinks: bool, prompt_tail: str, vocab: Any
+    turn: ChatTurn, chat_format: ChatFormat, think: Think | None, prompt_tail: str, vocab: Any
 ) -> DecodingPlan:
     """The turn's decoding plan, each grammar in it known to parse; else ConstraintError
     naming the schema that is at fault (blocking: call it from a worker)."""
     try:
-        plan = plan_decoding(turn, dialect, template_thinks, prompt_tail)
+        plan = plan_decoding(turn, chat_format, think, prompt_tail)
         grammars = [g for g in (plan.grammar, plan.call_grammar) if g is not None]
         problems = [_grammar_problem(grammar, vocab) for grammar in grammars]
     except Exception as exc:  # the converter reports what it cannot convert by any exception
@@ -40,7 +40,7 @@ def checked_plan(
     failed = next((p for p in problems if p is not None), None)
     if failed is None:
         return plan
-    raise _culprit(turn, dialect, vocab) or ConstraintError(
+    raise _culprit(turn, chat_format, vocab) or ConstraintError(
         f"The grammar for this request's tools and text format together is refused: {failed[0]}.",
         code=failed[1],
     )
@@ -76,9 +76,9 @@ def _parses(grammar: str, vocab: Any) -> bool:
     return True
 
 
-def _culprit(turn: ChatTurn, dialect: Dialect, vocab: Any) -> ConstraintError | None:
+def _culprit(turn: ChatTurn, chat_format: ChatFormat, vocab: Any) -> ConstraintError | None:
     """The first schema that fails alone: the text format's, then each strict tool's."""
-    for tool, build in _parts(turn, dialect):
+    for tool, build in _parts(turn, chat_format):
         try:
             problem = _grammar_problem(build(), vocab)
         except Exception as exc:
@@ -93,16 +93,17 @@ def _culprit(turn: ChatTurn, dialect: Dialect, vocab: Any) -> ConstraintError | 
     return None
 
 
-def _parts(turn: ChatTurn, dialect: Dialect) -> list[tuple[str | None, Callable[[], str]]]:
+def _parts(turn: ChatTurn, chat_format: ChatFormat) -> list[tuple[str | None, Callable[[], str]]]:
     parts: list[tuple[str | None, Callable[[], str]]] = []
     schema = turn.json_schema
     if schema is not None:
         parts.append((None, lambda: output_grammar(json_output=True, schema=schema)))
     for spec in visible_tools(turn):
         if spec.strict:
-            parts.append((spec.name, _call_grammar(CallSpec(spec.name, spec.parameters), dialect)))
+            call = CallSpec(spec.name, arguments_schema(spec))
+            parts.append((spec.name, _call_grammar(call, chat_format)))
     return parts
 
 
-def _call_grammar(call: CallSpec, dialect: Dialect) -> Callable[[], str]:
-    return lambda: output_grammar(dialect=dialect, calls=[call])
+def _call_grammar(call: CallSpec, chat_format: ChatFormat) -> Callable[[], str]:
+    return lambda: output_grammar(chat_format=chat_format, calls=[call])

@@ -7,6 +7,7 @@ that ran there, reused by the next request whose prompt starts the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._model import NativeModel
@@ -15,12 +16,20 @@ __all__ = ["Slot", "common_prefix"]
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    """How many tokens `a` and `b` share from their start. Slices are compared in C,
+    halving the range that holds the first difference: prompts of thousands of tokens are
+    compared against every slot and saved state at each admission."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    same, differs = 0, n  # a[:same] == b[:same]; a[:differs] != b[:differs]
+    while differs - same > 1:
+        middle = (same + differs) // 2
+        if a[same:middle] == b[same:middle]:
+            same = middle
+        else:
+            differs = middle
+    return same
 
 
 @dataclass
@@ -32,6 +41,9 @@ class Slot:
     job: Job | None = None
     used_at: float = 0.0  # when its last job ended (least recently used goes first)
     prompt_len: int = 0  # the prompt length of its last job
+    # A copy to or from this sequence waits for the next decode (llama.cpp copies the
+    # cells across streams then): its cells must not be saved or overwritten meanwhile.
+    copying: bool = False
 
     def continues(self, tokens: list[int]) -> bool:
         """Whether `tokens` starts with the whole prompt of this slot's last job."""
@@ -59,6 +71,16 @@ class Slot:
         """Hold a copy of `other`'s cells (the next fresh feed drops what is not shared)."""
         model.copy(other.seq, self.seq)
         self.held = list(other.held)
+        self.copying = other.copying = True
+
+    def restore(self, tokens: list[int], state: Any, model: NativeModel) -> bool:
+        """Hold the cells saved in `state` (they hold `tokens`), written now. On a failure
+        the slot holds nothing (llama.cpp leaves the sequence empty or as it was)."""
+        if model.restore(self.seq, state):
+            self.held = list(tokens)
+            return True
+        self.forget(model)
+        return False
 
     def forget(self, model: NativeModel) -> None:
         """Drop every cell (after a failed decode their contents are unknown)."""

@@ -12,7 +12,14 @@ else to the least recently used one (its conversation is the one evicted). Whate
 the chosen slot shares with the prompt is reused either way. When another slot, busy or
 not, holds a longer prefix (a system prompt that conversations share, the same prompt sent
 by several clients at once), its cells are copied into the chosen slot first, if that
-spares enough prompt tokens to be worth a copy of a whole sequence (`copy_worth`).
+spares enough prompt tokens to be worth a copy of a whole sequence (`copy_worth`). Then the
+part of the prompt whose text the slot holds is spelled with the slot's own tokens
+(_respell.py: a model's output, read back in the next turn, tokenizes otherwise).
+
+With more conversations than slots, the cells a slot is about to lose (more than
+`copy_worth` tokens of them) are first saved in the prompt cache beyond the slots
+(_cache.py, host RAM, `--cache-ram`), and a prompt that a saved state continues further than
+any slot does has that state restored into its slot instead of being evaluated again.
 """
 
 from __future__ import annotations
@@ -23,33 +30,40 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import llama_cpp
 
+from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
-from respond.engines.llamacpp._slot import Slot
+from respond.engines.llamacpp._respell import TokenText, respell
+from respond.engines.llamacpp._slot import Slot, common_prefix
 
 __all__ = ["Scheduler", "copy_worth", "fill_batch"]
 
 log = logging.getLogger("respond.engine")
 
 _SMOOTHING = 0.2  # weight of the latest job in the average job time (Retry-After)
+_MIB = 1024 * 1024
 
 
 class Scheduler:
-    def __init__(self, model: NativeModel, *, n_slots: int, queue_max: int) -> None:
+    def __init__(
+        self, model: NativeModel, *, n_slots: int, queue_max: int, cache: PromptCache
+    ) -> None:
         self.model = model
         self.slots = [Slot(seq) for seq in range(n_slots)]
         self.queue_max = queue_max
+        self.cache = cache  # touched by the decode thread only; /metrics reads its counts
         self._waiting: deque[Job] = deque()
         self._wake = threading.Condition()
         self._batch: Any = llama_cpp.llama_batch_init(model.n_batch, 0, 1)
         self._in_batch: list[Slot] = []  # the slots in the batch being decoded
         self._job_seconds = 1.0  # a running average, for Retry-After
+        self._text = TokenText(model.vocab)
         # A big stack: samplers parse their grammars in this thread (_native.py).
         big_stack_thread(self._run, (), "respond-decode")
 
@@ -114,15 +128,108 @@ class Scheduler:
         job.emit(None)
 
     def _admit(self, jobs: Iterable[Job]) -> None:
+        worth = copy_worth(self.model.n_ctx_seq)
         for job in jobs:
-            slot = _choose([s for s in self.slots if s.job is None], job.tokens)
-            source = _source(self.slots, slot, job.tokens, copy_worth(self.model.n_ctx_seq))
-            if source is not None:
-                slot.copy_from(source, self.model)
+            # A slot continues a conversation when the prompt, spelled with the slot's own
+            # tokens, starts with its last prompt: compared as tokenized afresh, a reply the
+            # model wrote in other tokens hid that the conversation was there.
+            spell = self._spelling(job)
+            slot = _choose([s for s in self.slots if s.job is None], spell)
+            job.tokens = spell(slot)
+            # Saved before anything overwrites the slot, kept after a restore: the room it
+            # needs is taken from entries other than the one restored.
+            leaving = self._leaving(slot, job.tokens, worth)
+            if self._restore(slot, job.tokens, worth):
+                job.tokens = spell(slot)  # the cells it holds now
+            else:
+                source = _source(self.slots, slot, job.tokens, worth)
+                if source is not None:
+                    slot.copy_from(source, self.model)
+                    job.tokens = spell(slot)  # the cells it holds now
+            if leaving is not None:
+                self._keep(slot.seq, *leaving)
             slot.job = job
             slot.prompt_len = len(job.tokens)
             job.slot = slot.seq
             self._advance(slot, job.start)
+
+    def _leaving(self, slot: Slot, tokens: list[int], worth: int) -> tuple[list[int], Any] | None:
+        """The tokens and saved cells of what `slot` holds and this prompt would drop, when
+        that is `worth` tokens or more and the prompt cache does not hold it already."""
+        cache = self.cache
+        lost = len(slot.held) - common_prefix(slot.held, tokens)
+        if not cache.enabled or slot.copying or lost < worth or cache.holds(slot.held):
+            return None
+        state = self.model.save(slot.seq)
+        if state is None:
+            log.warning("prompt cache: llama.cpp could not save slot %d's cells", slot.seq)
+            return None
+        return list(slot.held), state
+
+    def _keep(self, seq: int, tokens: list[int], state: Any) -> None:
+        cache = self.cache
+        if cache.keep(tokens, state, len(state)):
+            log.debug(
+                "prompt cache: saved slot %d's %d tokens (%.1f MiB; %d entries, %.0f of %.0f MiB)",
+                seq,
+                len(tokens),
+                len(state) / _MIB,
+                len(cache),
+                cache.held / _MIB,
+                cache.limit / _MIB,
+            )
+
+    def _restore(self, slot: Slot, tokens: list[int], worth: int) -> bool:
+        """Restore into `slot` the saved state with the longest prefix of this prompt, when
+        it spares `worth` tokens more than any slot holds (the slot's own cells, or another
+        slot's to copy). Only a prompt the slots leave `worth` tokens of is looked up: a
+        hit, a miss, or a failed restore (the prompt is then evaluated)."""
+        cache = self.cache
+        held = max(s.reuse(tokens) for s in self.slots if s is slot or s.held)
+        if not cache.enabled or len(tokens) - 1 - held < worth:
+            return False
+        found = cache.find(tokens)
+        spared = min(found[1], len(tokens) - 1) if found else 0
+        if found is None or spared - held < worth or slot.copying:
+            cache.misses += 1
+            log.info(
+                "prompt cache: miss for a prompt of %d tokens (the slots hold %d of them, "
+                "the cache %d)",
+                len(tokens),
+                held,
+                spared,
+            )
+            return False
+        entry = found[0]
+        started = time.monotonic()
+        if not slot.restore(entry.tokens, entry.state, self.model):
+            cache.failures += 1
+            cache.drop(entry)
+            log.warning("prompt cache: slot %d could not restore a saved state", slot.seq)
+            return False
+        cache.used(entry, spared)
+        log.info(
+            "prompt cache: restored %d tokens of a prompt of %d into slot %d (%.1f MiB in %.0f ms)",
+            spared,
+            len(tokens),
+            slot.seq,
+            entry.size / _MIB,
+            (time.monotonic() - started) * 1000,
+        )
+        return True
+
+    def _spelling(self, job: Job) -> Callable[[Slot], list[int]]:
+        """The job's prompt as a slot would read it: spelled with the slot's tokens where
+        the slot holds its text."""
+
+        def plain(text: bytes) -> list[int]:
+            return self.model.tokenize(text, add_bos=False, special=False)
+
+        def spelled(slot: Slot) -> list[int]:
+            tokens = respell(slot.held, job.tokens, self._text, plain)
+            return tokens if len(tokens) < job.n_ctx else job.tokens  # it must still fit
+
+        return spelled
 
     def _step(self) -> None:
         for slot in self.slots:
@@ -151,6 +258,8 @@ class Scheduler:
             return False
         status = self.model.decode(self._batch)
         if status == 0:
+            for slot in self.slots:  # llama.cpp did every pending copy before the batch
+                slot.copying = False
             return True
         failure = RuntimeError(f"llama_decode failed with status {status}")
         for slot in self._in_batch:
@@ -252,9 +361,10 @@ def _source(slots: list[Slot], chosen: Slot, tokens: list[int], worth: int) -> S
     return best if best.reuse(tokens) - chosen.reuse(tokens) >= worth else None
 
 
-def _choose(free: list[Slot], tokens: list[int]) -> Slot:
-    """The free slot for a prompt: see the module's docstring."""
-    continued = [s for s in free if s.continues(tokens)]
+def _choose(free: list[Slot], spelled: Callable[[Slot], list[int]]) -> Slot:
+    """The free slot for a prompt, given as each slot would spell it: see the module's
+    docstring."""
+    continued = [s for s in free if s.continues(spelled(s))]
     if continued:
         return max(continued, key=lambda s: s.prompt_len)
     # Never used slots have used_at 0: they go first.

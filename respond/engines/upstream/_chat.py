@@ -48,7 +48,13 @@ from respond.engines.upstream._common import (
     sampling_body,
     token_logprobs,
 )
-from respond.engines.upstream._forced import call_messages, call_schema, forced_tools, parse_call
+from respond.engines.upstream._forced import (
+    call_grammar,
+    call_messages,
+    call_schema,
+    forced_tools,
+    parse_call,
+)
 from respond.engines.upstream._pool import UpstreamHTTPError, UpstreamPool, upstream_error
 from respond.engines.upstream._usage import Tokenizer
 from respond.engines.upstream._window import discover
@@ -72,11 +78,17 @@ class ChatOptions:
     forced_calls: "structured" asks for a forced call (tool_choice "required" or a named
     function) through response_format json_schema, which every open server enforces;
     "native" passes tool_choice on, for upstreams known to honour it.
+
+    grammars: "gbnf" sends a forced call to a custom tool with a grammar as a llama.cpp
+    grammar (`grammar`, which llama-server and llama-cpp-python's server take), so its input
+    is decoded in the language; "check" only checks the input afterwards; "auto" is "gbnf"
+    where the upstream is llama-server (it answers GET /props), else "check".
     """
 
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     send_reasoning: bool = True
     forced_calls: Literal["structured", "native"] = "structured"
+    grammars: Literal["auto", "gbnf", "check"] = "auto"
     context_window: int | None = None  # None: asked of the upstream at start (_window.py)
 
 
@@ -105,6 +117,9 @@ def chat_request(
     if turn.reasoning_effort is not None:
         body["reasoning_effort"] = turn.reasoning_effort
     if forced:  # the tools are in the system message; the call comes back as JSON
+        if options.grammars == "gbnf" and any(tool.grammar for tool in forced):
+            body["grammar"] = call_grammar(forced)
+            return body
         schema: dict[str, Any] = {"name": "function_call", "schema": call_schema(forced)}
         body["response_format"] = _schema_format(schema, schema_style)
         return body
@@ -345,6 +360,11 @@ def _usage(data: Mapping[str, Any]) -> Usage:
 
 # ---------------------------------------------------------------- the engine
 
+_GRAMMARS = {
+    "gbnf": "sent to the upstream (llama-server) for forced calls, checked after",
+    "check": 'checked after the call (set grammars = "gbnf" for llama-cpp-python\'s server)',
+}
+
 
 class ChatCompletionsEngine(Engine):
     def __init__(
@@ -380,6 +400,10 @@ class ChatCompletionsEngine(Engine):
         if facts.vision is False and self.info.vision:
             log.info("%s: the upstream reads no images; input_image is refused", self.info.id)
             self.info = replace(self.info, vision=False)
+        if self.options.grammars == "auto":
+            grammars: Literal["gbnf", "check"] = "gbnf" if facts.llama_server else "check"
+            log.info("%s: custom tools' grammars: %s", self.info.id, _GRAMMARS[grammars])
+            self.options = replace(self.options, grammars=grammars)
         self._loaded = True
 
     async def health(self) -> list[dict[str, Any]]:

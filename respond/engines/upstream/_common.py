@@ -3,7 +3,8 @@
 - `CallAdmission`: which of the upstream's tool calls reach the client (tool_choice,
   allowed tools, parallel_tool_calls and max_tool_calls enforced here, since an upstream
   may not enforce them).
-- `StrictArguments`: a strict tool's call arguments checked against its schema.
+- `StrictArguments`: a strict tool's call arguments checked against its schema (and a
+  custom tool's input against its grammar).
 - `sampling_body`: a turn's sampling as request fields.
 - `json_schema_format`: the client's json_schema text format, as the upstream gets it.
 - `affinity_keys`: which earlier turns this one follows to the same upstream.
@@ -30,6 +31,7 @@ from respond.engines._base import (
     ToolCallStart,
 )
 from respond.engines._tools import visible_tools
+from respond.engines.grammars import mismatch
 
 __all__ = [
     "CallAdmission",
@@ -78,6 +80,7 @@ class StrictArguments:
 
     def __init__(self, turn: ChatTurn) -> None:
         self._schemas = {tool.name: tool.parameters for tool in turn.tools if tool.strict}
+        self._grammars = {tool.name: tool.grammar for tool in turn.tools if tool.grammar}
 
     def check(self, name: str, arguments: str) -> None:
         schema = self._schemas.get(name)
@@ -94,6 +97,29 @@ class StrictArguments:
                 code="invalid_tool_arguments",
                 status=502,
             ) from exc
+        self.check_input(name, arguments)
+
+    def check_input(self, name: str, arguments: str) -> None:
+        """A custom tool's input (arguments {"input": "..."}) must be in its grammar's
+        language; other calls pass."""
+        grammar = self._grammars.get(name)
+        if grammar is None:
+            return
+        try:
+            text = json.loads(arguments).get("input")
+        except (ValueError, AttributeError):
+            text = None
+        if isinstance(text, str):
+            why = mismatch(grammar.syntax, grammar.definition, text)
+        else:
+            why = "it has no input string"
+        if why is not None:
+            raise EngineError(
+                f"The upstream called the custom tool {name!r} with an input that is not in "
+                f"its {grammar.syntax} grammar ({why[:300]}): {arguments[:200]!r}",
+                code="invalid_tool_arguments",
+                status=502,
+            )
 
     def checked(self, deltas: Sequence[Delta]) -> list[Delta]:
         """`deltas` (whole calls), once every call in them is checked."""

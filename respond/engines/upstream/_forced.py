@@ -7,11 +7,17 @@ one JSON object `{"name": ..., "arguments": {...}}` whose schema allows exactly 
 tools that may be called (each name a `const`, its arguments that tool's parameters),
 the tools are described in a system message instead of `tools`, and the JSON that comes
 back becomes one function call. One call per turn: a forced turn needs at least one.
+
+A custom tool's input must be in its grammar. Upstreams that take a llama.cpp grammar
+(llama-server, llama-cpp-python's server: `grammar` on /chat/completions) are sent the
+GBNF of the whole call instead of `response_format`, the input decoded under its own
+grammar (`call_grammar`); the others are only checked afterwards (_common.py).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from respond._ids import new_id
@@ -27,7 +33,7 @@ from respond.engines._base import (
 )
 from respond.engines._tools import visible_tools
 
-__all__ = ["call_messages", "call_schema", "forced_tools", "parse_call"]
+__all__ = ["call_grammar", "call_messages", "call_schema", "forced_tools", "parse_call"]
 
 
 def forced_tools(turn: ChatTurn) -> list[FunctionSpec]:
@@ -52,6 +58,22 @@ def call_schema(tools: list[FunctionSpec]) -> dict[str, Any]:
         for tool in tools
     ]
     return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def call_grammar(tools: list[FunctionSpec]) -> str:
+    """The GBNF of one call to any of `tools` as `call_schema` writes it, each custom tool's
+    input under its own grammar (written inside its JSON string)."""
+    # Imported here: the converter is llama-cpp-python's, which respond in front of
+    # upstreams loads only when a grammar is asked for.
+    from respond.engines.llamacpp._grammar import input_schema, output_grammar
+
+    constrained = [
+        replace(tool, parameters=input_schema(tool.parameters, tool.grammar))
+        if tool.grammar is not None
+        else tool
+        for tool in tools
+    ]
+    return output_grammar(json_output=True, schema=call_schema(constrained))
 
 
 def call_messages(messages: list[ChatMessage], tools: list[FunctionSpec]) -> list[ChatMessage]:

@@ -1,4 +1,4 @@
-"""HTTP to upstream servers: a pool of base URLs, failover, timeouts, SSE reading.
+"""HTTP to upstream servers: a pool of base URLs, failover, health, first-byte timeouts.
 
 Both upstream engines (Chat Completions and Responses) open their streams through an
 UpstreamPool, so balancing, affinity, health and error mapping are written once:
@@ -9,7 +9,11 @@ UpstreamPool, so balancing, affinity, health and error mapping are written once:
 - a failure to connect (nothing was sent to a model yet) marks the member down and the
   request moves on to the next member; a down member is probed until it answers again;
 - timeouts: connect, first byte (headers and the first chunk), idle between chunks.
-  Every failure becomes an EngineError: 504 for a timeout, 502 for anything else.
+  Every failure becomes an EngineError: 504 for a timeout, 502 for anything else
+  (_errors.py). The open stream is read by _sse.UpstreamStream.
+
+The HTTP transport is injectable (`transport=httpx.MockTransport(...)` in tests), so failover
+runs in-process with scripted members.
 """
 
 from __future__ import annotations
@@ -17,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -31,8 +33,24 @@ import httpx
 
 from respond._config import Timeouts
 from respond.engines._base import EngineError, LoadReport, ModelInfo, UpstreamLoad
+from respond.engines.upstream._errors import (
+    UpstreamHTTPError,
+    describe,
+    http_error,
+    refusal,
+    upstream_error,
+)
+from respond.engines.upstream._sse import UpstreamStream
 
-__all__ = ["UpstreamHTTPError", "UpstreamPool", "UpstreamStream", "upstream_error"]
+# The errors and the stream are re-exported: the translators take all they need from here.
+__all__ = [
+    "UpstreamHTTPError",
+    "UpstreamPool",
+    "UpstreamStream",
+    "describe",
+    "refusal",
+    "upstream_error",
+]
 
 log = logging.getLogger("respond.upstream")
 
@@ -51,34 +69,6 @@ class Member:
     probe: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-class UpstreamHTTPError(EngineError):
-    """The upstream answered with an HTTP error status before streaming anything.
-
-    What the client caused (see `refusal`) keeps a 4xx; anything else is a 502.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        upstream_status: int,
-        status: int = 502,
-        code: str = "upstream_error",
-        param: str | None = None,
-        prompt_tokens: int | None = None,
-    ) -> None:
-        super().__init__(message, code=code, status=status, param=param)
-        self.upstream_status = upstream_status
-        # How long the prompt was, when a context_length_exceeded refusal says so.
-        self.prompt_tokens = prompt_tokens
-
-
-def upstream_error(message: str, *, timeout: bool = False) -> EngineError:
-    if timeout:
-        return EngineError(message, code="upstream_timeout", status=504)
-    return EngineError(message, code="upstream_error", status=502)
-
-
 class UpstreamPool:
     def __init__(
         self,
@@ -86,6 +76,7 @@ class UpstreamPool:
         *,
         api_key: str | None = None,
         timeouts: Timeouts | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not base_urls:
             raise ValueError("an upstream pool needs at least one base URL")
@@ -94,6 +85,7 @@ class UpstreamPool:
         self.timeouts = timeouts or Timeouts()
         self._affinity: OrderedDict[str, Member] = OrderedDict()
         self._turns = itertools.count()
+        self._transport = transport  # None: httpx's own (real sockets)
         self._client: httpx.AsyncClient | None = None
         self._checking: asyncio.Future[list[bool]] | None = None
 
@@ -128,6 +120,7 @@ class UpstreamPool:
                 # Read timeouts are enforced per chunk by UpstreamStream (first byte vs idle).
                 timeout=httpx.Timeout(self.timeouts.connect, read=None, write=None, pool=None),
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+                transport=self._transport,
             )
         return self._client
 
@@ -270,7 +263,7 @@ class UpstreamPool:
                 if response.status_code >= 400:
                     if response.status_code >= 500:
                         member.failures += 1
-                    raise await _http_error(member, response, self.timeouts.idle)
+                    raise await http_error(member.base_url, response, self.timeouts.idle)
                 self.remember(affinity, member)
                 # first_byte covers the headers and the first chunk together.
                 waited = time.monotonic() - sent
@@ -307,191 +300,3 @@ class UpstreamPool:
             raise upstream_error(
                 f"Upstream request to {request.url} failed: {describe(exc)}"
             ) from exc
-
-
-class UpstreamStream:
-    """An open upstream response, read as SSE `data:` payloads under the chunk timeouts.
-
-    Setting ``cancel`` ends the stream quietly at once, even while a chunk is awaited:
-    a watcher moves the pending read's deadline to now.
-    """
-
-    def __init__(
-        self,
-        response: httpx.Response,
-        member: Member,
-        timeouts: Timeouts,
-        cancel: threading.Event | None = None,
-        *,
-        first_chunk: float | None = None,
-    ) -> None:
-        self.response = response
-        self.member = member
-        self.timeouts = timeouts
-        self.first_chunk = timeouts.first_byte if first_chunk is None else first_chunk
-        self.cancel = cancel or threading.Event()
-        self.finished = False  # the upstream sent its end marker ([DONE])
-        self._deadline: asyncio.Timeout | None = None
-
-    async def data(self) -> AsyncIterator[str]:
-        """Each SSE event's data, joined across lines; ends at [DONE] or end of stream."""
-        watcher = asyncio.ensure_future(self._watch_cancel())
-        try:
-            async for payload in self._events():
-                if payload == "[DONE]":
-                    self.finished = True
-                    return
-                yield payload
-        finally:
-            watcher.cancel()
-
-    async def _events(self) -> AsyncIterator[str]:
-        chunks = self.response.aiter_bytes()
-        limit = self.first_chunk
-        buffer = b""
-        pending: list[str] = []
-        while True:
-            chunk = await self._next(chunks, limit)
-            limit = self.timeouts.idle
-            if chunk is None:
-                if pending and not self.cancel.is_set():
-                    yield "\n".join(pending)
-                return
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for raw in lines:
-                line = raw.removesuffix(b"\r").decode("utf-8", errors="replace")
-                if line.startswith("data:"):
-                    pending.append(line[5:].removeprefix(" "))
-                elif not line and pending:
-                    yield "\n".join(pending)
-                    pending = []
-
-    async def read_json(self) -> dict[str, Any]:
-        """The whole body as one JSON object (a non-streamed answer), under the idle timeout."""
-        try:
-            async with asyncio.timeout(self.first_chunk):
-                raw = await self.response.aread()
-            value = json.loads(raw)
-        except TimeoutError as exc:
-            raise upstream_error(
-                f"The upstream {self.member.base_url} did not answer within "
-                f"{self.first_chunk:.3g}s.",
-                timeout=True,
-            ) from exc
-        except (httpx.HTTPError, ValueError) as exc:
-            raise upstream_error(
-                f"The upstream {self.member.base_url} sent an unreadable answer: {describe(exc)}"
-            ) from exc
-        if not isinstance(value, dict):
-            raise upstream_error(f"The upstream {self.member.base_url} sent {type(value).__name__}")
-        return value
-
-    async def json(self) -> AsyncIterator[dict[str, Any]]:
-        """Each event as JSON. A server that ignored `stream: true` and answered with one
-        JSON body yields that body as its only event."""
-        if self.response.headers.get("content-type", "").startswith("application/json"):
-            yield await self.read_json()
-            self.finished = True
-            return
-        async for payload in self.data():
-            try:
-                value = json.loads(payload)
-            except ValueError as exc:
-                raise upstream_error(
-                    f"The upstream {self.member.base_url} sent a malformed event: {payload[:200]}"
-                ) from exc
-            if isinstance(value, dict):
-                yield value
-
-    async def _next(self, chunks: AsyncIterator[bytes], limit: float) -> bytes | None:
-        """The next chunk; None at the end of the stream or when cancelled."""
-        if self.cancel.is_set():
-            return None
-        try:
-            async with asyncio.timeout(limit) as deadline:
-                self._deadline = deadline
-                return await anext(chunks)
-        except StopAsyncIteration:
-            return None
-        except TimeoutError as exc:
-            if self.cancel.is_set():
-                return None
-            raise upstream_error(
-                f"The upstream {self.member.base_url} sent nothing for {limit:.3g}s; "
-                "the request was abandoned.",
-                timeout=True,
-            ) from exc
-        except httpx.HTTPError as exc:
-            if self.cancel.is_set():
-                return None
-            raise upstream_error(
-                f"The upstream {self.member.base_url} broke off the stream: {describe(exc)}"
-            ) from exc
-        finally:
-            self._deadline = None
-
-    async def _watch_cancel(self) -> None:
-        """threading.Event has no awaitable form: poll it, then expire the pending read."""
-        while not self.cancel.is_set():
-            await asyncio.sleep(0.05)
-        if self._deadline is not None:
-            self._deadline.reschedule(asyncio.get_running_loop().time())
-
-
-async def _http_error(member: Member, response: httpx.Response, limit: float) -> EngineError:
-    try:
-        async with asyncio.timeout(limit):
-            raw = await response.aread()
-    except (TimeoutError, httpx.HTTPError):
-        raw = b"(the error body could not be read)"
-    message = raw.decode("utf-8", errors="replace").strip()
-    kind = ""  # the error's own code and type, which name some refusals better than words
-    prompt: int | None = None
-    try:
-        error = json.loads(raw).get("error")
-        if isinstance(error, dict):
-            message = str(error.get("message") or message)
-            kind = f"{error.get('code') or ''} {error.get('type') or ''}"
-            if isinstance(error.get("n_prompt_tokens"), int):  # llama-server says it
-                prompt = int(error["n_prompt_tokens"])
-        elif isinstance(error, str):
-            message = error
-    except (ValueError, AttributeError):
-        pass
-    status = response.status_code
-    text = f"The upstream {member.base_url} answered {status}: {message[:2000]}"
-    if prompt is None and (said := _PROMPT.search(message)):  # llama-cpp-python, vLLM
-        prompt = int(said[1] or said[2])
-    return UpstreamHTTPError(
-        text, upstream_status=status, prompt_tokens=prompt, **refusal(status, message, kind)
-    )
-
-
-_CONTEXT = re.compile(r"context.(length|size|window)|maximum context|too many tokens", re.I)
-_PROMPT = re.compile(r"(\d+) (?:tokens )?in the messages|has (\d+) input tokens", re.I)
-_IMAGE = re.compile(r"image.*not supported|not support.*image|mmproj|multimodal", re.I)
-
-
-def refusal(status: int, message: str, kind: str = "") -> dict[str, Any]:
-    """The client's error for an upstream's refusal: what the request caused stays a 4xx.
-
-    A prompt too long for the upstream's context is 400 context_length_exceeded; an image
-    sent to a text-only upstream is 400 unsupported_content (llama-server says so with a
-    500); other 400/413/422 are the request's fault too, and 429 is passed on. 401, 403 and
-    404 are respond's configuration (its key, its model name), so they stay 502.
-    """
-    if _CONTEXT.search(message) or "context" in kind:
-        return {"status": 400, "code": "context_length_exceeded", "param": "input"}
-    if _IMAGE.search(message):
-        return {"status": 400, "code": "unsupported_content", "param": "input"}
-    if status in (400, 413, 422):
-        return {"status": 400, "code": "invalid_request_error"}
-    if status == 429:
-        return {"status": 429, "code": "rate_limit_exceeded"}
-    return {}
-
-
-def describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -30,6 +30,7 @@ from respond.engines._calls import RepeatGuard
 from respond.engines._tools import visible_tools
 from respond.engines.upstream._common import (
     CallAdmission,
+    StrictArguments,
     affinity_keys,
     json_schema_format,
     sampling_body,
@@ -127,6 +128,7 @@ class ResponsesTranslator:
 
     def __init__(self, turn: ChatTurn) -> None:
         self._admission = CallAdmission(turn)
+        self._inputs = StrictArguments(turn)  # custom tools' inputs, checked when done
         self._dropped: set[str] = set()
         self._streamed: set[str] = set()  # item ids whose content came as deltas
         self.finish: Finish | None = None
@@ -192,6 +194,7 @@ class ResponsesTranslator:
             if item_id in self._dropped:
                 return []
             arguments = str(item.get("arguments", ""))
+            self._inputs.check_input(str(item.get("name", "")), arguments)
             head = [ToolCallArgumentsDelta(arguments)] if arguments and not streamed else []
             return [*head, ToolCallEnd()]
         if streamed:

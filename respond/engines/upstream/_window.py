@@ -4,7 +4,8 @@
 llama-server's `GET /props` has both (`default_generation_settings.n_ctx`,
 `modalities.vision`); vLLM's `GET /v1/models` has the window (`max_model_len`).
 llama-cpp-python's server says neither, so there the config file says it
-(`context_window`, `vision`).
+(`context_window`, `vision`). An upstream that answers /props is llama-server, which
+takes a llama.cpp grammar (`llama_server`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ log = logging.getLogger("respond.upstream")
 class ModelFacts:
     context_window: int | None = None  # None: not said
     vision: bool | None = None
+    llama_server: bool = False
 
 
 def discover(base_url: str, model: str, api_key: str | None) -> ModelFacts:
@@ -35,7 +37,7 @@ def discover(base_url: str, model: str, api_key: str | None) -> ModelFacts:
     vision = modalities.get("vision") if isinstance(modalities, dict) else None
     vision = vision if isinstance(vision, bool) else None
     if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
-        return ModelFacts(int(settings["n_ctx"]), vision)
+        return ModelFacts(int(settings["n_ctx"]), vision, llama_server=True)
     models = _get(f"{base_url}/models", headers) or {}
     for entry in models.get("data") or ():
         if isinstance(entry, dict) and entry.get("id") == model:

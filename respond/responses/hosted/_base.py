@@ -23,6 +23,16 @@ class CallResult:
     # and the (file id, file name) of each file they came from, which the answer cites.
     results: list[dict[str, Any]] | None = None
     found: tuple[tuple[str, str], ...] = ()
+    # tool_search: the tools it loaded, as the request gave them (the tool_search_output's
+    # `tools`), and the functions the model sees for them from the next turn on.
+    tools: tuple[dict[str, Any], ...] = ()
+    shown: tuple[FunctionSpec, ...] = ()
+    # code_interpreter: the call's outputs (the item's `outputs`, when the request includes
+    # them), whether the sandbox stopped it (the item fails), and the (container id, file
+    # id, path) of each file it wrote, which the answer cites.
+    outputs: list[dict[str, Any]] | None = None
+    stopped: bool = False
+    written: tuple[tuple[str, str, str], ...] = ()
 
 
 class Executor(Protocol):
@@ -42,8 +52,13 @@ class HostedTool:
     parameters: Mapping[str, Any]
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
-    # Which family's item a call becomes: `mcp_call`, or `file_search_call`.
+    # Which family's item a call becomes: `mcp_call`, `file_search_call`,
+    # `tool_search_call` or `code_interpreter_call`.
     family: str = "mcp"
+    container_id: str | None = None  # code_interpreter: the container its calls run in
+    # A deferred MCP server's tool no search has loaded yet: how a search lists it
+    # (hosted/_mcp_deferred.py). Not shown to the model until then.
+    deferred: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def spec(self, strict: bool) -> FunctionSpec:
         return FunctionSpec(
@@ -77,7 +92,19 @@ class Hosted:
         """The functions the model sees. Strict (arguments valid by construction) where the
         engine can enforce the server's schema; otherwise the server judges the arguments
         (an invalid call comes back as an error the model reads)."""
-        return [tool.spec(enforceable(tool.parameters)) for tool in self.tools.values()]
+        shown = [tool for tool in self.tools.values() if tool.deferred is None]
+        return [tool.spec(enforceable(tool.parameters)) for tool in shown]
+
+    def searchable(
+        self, enforceable: Callable[[Mapping[str, Any]], bool]
+    ) -> list[tuple[FunctionSpec, Mapping[str, Any]]]:
+        """The deferred tools a search may load: the function the model will see, and how
+        a search lists it."""
+        return [
+            (tool.spec(enforceable(tool.parameters)), tool.deferred)
+            for tool in self.tools.values()
+            if tool.deferred is not None
+        ]
 
     def visible(self, server_label: str, name: str) -> str:
         """The function name the model sees for a server's tool (also in replayed items)."""

@@ -14,12 +14,13 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from respond.engines import _base as d
 from respond.protocol import events as ev
-from respond.responses.context import mcp_result_text
 from respond.responses.events import EventBuilder
 from respond.responses.hosted._base import Hosted
+from respond.responses.kinds import mcp_call
 
 __all__ = ["TurnStream", "run_turns"]
 
@@ -61,16 +62,25 @@ async def run_turns(
 ) -> AsyncGenerator[ev.Event, None]:
     """The events of every engine turn and hosted call of one response (not its ending)."""
     for listing in hosted.listings:
-        for event in builder.list_tools(listing):
+        for event in builder.add(mcp_call.McpListing(listing)) + builder.close():
             yield event
     messages = list(turn.messages)
     async for event in _run_approved(hosted, builder, messages):
         yield event
     calls_left = turn.max_tool_calls
     choice = turn.tool_choice
+    if hosted.approved:
+        # The approved calls are this response's first calls, as a forced turn's are: they
+        # count against max_tool_calls and satisfy a forcing tool_choice (forced again, an
+        # approval-gated tool would ask for approval again in every response).
+        calls_left = None if calls_left is None else max(calls_left - len(hosted.approved), 0)
+        choice = d.ToolChoice(mode=_after_calls(choice, calls_left), allowed=choice.allowed)
     cancel = turn.cancel
+    tools = list(turn.tools)  # with the tools a search (tool_search) loads
+    # A compaction's summary, written before the loop, has its own budget (compacting.py).
+    before = builder.output_tokens
     while True:
-        budget = _budget(turn.max_output_tokens, builder)
+        budget = _budget(turn.max_output_tokens, builder.output_tokens - before)
         if budget == 0:
             builder.limit_reached()
             return
@@ -78,6 +88,7 @@ async def run_turns(
         this_turn = replace(
             turn,
             messages=messages,
+            tools=tools,
             tool_choice=choice,
             max_output_tokens=budget,
             max_tool_calls=calls_left,
@@ -94,34 +105,46 @@ async def run_turns(
         if builder.cut or not builder.calling:
             return
         messages.append(said.message())
-        async for event in _run_calls(hosted, builder, said, messages):
+        loaded: list[d.FunctionSpec] = []
+        async for event in _run_calls(hosted, builder, said, messages, loaded):
             yield event
+        tools = [*tools, *loaded]  # a new list: the turns so far keep what they saw
         if any(call.name not in hosted.tools or _asks(hosted, call) for call in said.calls):
             return  # the client has to act: run a function, or approve a call
         if calls_left is not None:
             calls_left -= len(said.calls)
         # Forcing applies to the first turn only; no calls are left at max_tool_calls.
-        choice = d.ToolChoice(mode="none" if calls_left == 0 else "auto", allowed=choice.allowed)
+        choice = d.ToolChoice(mode=_after_calls(choice, calls_left), allowed=choice.allowed)
         # An engine sets its turn's cancel flag when its stream ends, so each turn gets its
         # own; a consumer that leaves closes this loop, and the open engine stream with it.
         cancel = threading.Event()
+
+
+def _after_calls(choice: d.ToolChoice, calls_left: int | None) -> Literal["auto", "none"]:
+    """The tool_choice mode once the response has made calls: no longer forced."""
+    return "none" if calls_left == 0 or choice.mode == "none" else "auto"
 
 
 def _asks(hosted: Hosted, call: d.ToolCall) -> bool:
     return hosted.tools[call.name].needs_approval
 
 
-def _budget(limit: int | None, builder: EventBuilder) -> int | None:
-    """What is left of max_output_tokens after the turns so far."""
+def _budget(limit: int | None, spent: int) -> int | None:
+    """What is left of max_output_tokens after the turns so far (`spent` tokens)."""
     if limit is None:
         return None
-    return max(limit - builder.output_tokens, 0)
+    return max(limit - spent, 0)
 
 
 async def _run_calls(
-    hosted: Hosted, builder: EventBuilder, said: _Turn, messages: list[d.ChatMessage]
+    hosted: Hosted,
+    builder: EventBuilder,
+    said: _Turn,
+    messages: list[d.ChatMessage],
+    loaded: list[d.FunctionSpec],
 ) -> AsyncGenerator[ev.Event, None]:
-    """Execute this turn's hosted calls, in the order the model made them."""
+    """Execute this turn's hosted calls, in the order the model made them; the functions
+    their searches loaded are added to `loaded`."""
     runnable = [c for c in said.calls if c.name in hosted.tools and not _asks(hosted, c)]
     item_ids = list(builder.calling)
     assert len(item_ids) == len(runnable), "every runnable call has an open mcp_call item"
@@ -131,6 +154,7 @@ async def _run_calls(
         for event in builder.call_done(item_id, result):
             yield event
         messages.append(_result_message(call.call_id, result.output, result.error))
+        loaded += result.shown
 
 
 async def _run_approved(
@@ -140,7 +164,9 @@ async def _run_approved(
     (whose calls the context already holds)."""
     for approved in hosted.approved:
         tool = approved.tool
-        for event in builder.approved_call(tool, approved.arguments, approved.approval_request_id):
+        opened = builder.add(mcp_call.for_tool(tool, approved.approval_request_id))
+        arguments = builder.push(d.ToolCallArgumentsDelta(approved.arguments))
+        for event in opened + arguments + builder.close():
             yield event
         (item_id,) = builder.calling
         result = await tool.executor.call(tool.name, approved.arguments)
@@ -150,4 +176,6 @@ async def _run_approved(
 
 
 def _result_message(call_id: str, output: str | None, error: object) -> d.ChatMessage:
-    return d.ChatMessage(role="tool", content=mcp_result_text(output, error), tool_call_id=call_id)
+    return d.ChatMessage(
+        role="tool", content=mcp_call.mcp_result_text(output, error), tool_call_id=call_id
+    )

@@ -1,9 +1,11 @@
 """One remote MCP server, reached with the official `mcp` package's client.
 
 Streamable HTTP first; a server that answers it with 404/405 (one that only offers the
-older SSE transport), or a URL ending in `/sse`, is spoken to over SSE. Each list or
-call opens its own short session: nothing is held between requests, so a background run
-or another replica needs no connection state.
+older SSE transport), or a URL ending in `/sse`, is spoken to over SSE (the MCP
+specification's backwards-compatibility rule). Each list or call opens its own short
+session: nothing is held between requests, so a background run or another replica needs
+no connection state. A call's session is told the tools the response already listed, so
+calling never lists them again.
 
 Headers (authorization included) go to this server only and are never logged: errors
 are reported by status and message, not by the request that caused them.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -36,6 +38,10 @@ log = logging.getLogger("respond.mcp")
 REQUEST_TIMEOUT = -32001
 METHOD_NOT_FOUND = -32601
 CONNECT_SECONDS = 10.0
+# The answers to a POSTed `initialize` that mean "not Streamable HTTP here": the MCP
+# specification says to try the older SSE transport on a 4xx (405 and 404 in its examples;
+# some servers say 400). Auth failures (401, 403) are not: SSE would be refused the same.
+FALLBACK_STATUSES = (400, 404, 405)
 
 
 class McpUnavailable(Exception):
@@ -43,10 +49,18 @@ class McpUnavailable(Exception):
 
 
 class McpClient:
-    def __init__(self, url: str, headers: Mapping[str, str], *, timeout: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        timeout: float,
+        known: Sequence[McpToolInfo] = (),
+    ) -> None:
         self.url = url
         self._headers = dict(headers)
         self.timeout = timeout
+        self._known = mcp_types.ListToolsResult(tools=[_tool(info) for info in known])
 
     async def list_tools(self) -> list[McpToolInfo]:
         """The server's tools; raises McpUnavailable."""
@@ -72,6 +86,7 @@ class McpClient:
         try:
             with anyio.fail_after(self.timeout):
                 async with self._session() as client:
+                    _tell_tools(client, self._known)
                     result = await client.call_tool(name, parsed)
         except TimeoutError:
             message = f"The MCP tool call timed out after {self.timeout:g}s."
@@ -95,20 +110,22 @@ class McpClient:
                 yield client
             return
         async with AsyncExitStack() as stack:
+            first = _FirstAnswer()
             try:
-                client = await stack.enter_async_context(self._streamable())
+                client = await stack.enter_async_context(self._streamable(first))
             except Exception as exc:
-                # The first POST refused (404/405): a server that only speaks SSE.
-                if not _refused(exc):
+                # `initialize` POSTed and refused: a server that only speaks SSE.
+                if not (first.status in FALLBACK_STATUSES or _refused(exc)):
                     raise
                 client = await stack.enter_async_context(self._sse())
             yield client
 
     @asynccontextmanager
-    async def _streamable(self) -> AsyncIterator[Client]:
+    async def _streamable(self, first: _FirstAnswer) -> AsyncIterator[Client]:
         timeout = httpx2.Timeout(CONNECT_SECONDS, read=self.timeout)
+        hooks: dict[str, list[Callable[..., Any]]] = {"response": [first]}
         async with (
-            httpx2.AsyncClient(headers=self._headers, timeout=timeout) as http,
+            httpx2.AsyncClient(headers=self._headers, timeout=timeout, event_hooks=hooks) as http,
             Client(streamable_http_client(self.url, http_client=http), cache=None) as client,
         ):
             yield client
@@ -120,6 +137,34 @@ class McpClient:
         )
         async with Client(transport, cache=None, mode="legacy") as client:
             yield client
+
+
+class _FirstAnswer:
+    """An httpx response hook keeping the status of a session's first answer: the mcp
+    client reports a refused `initialize` (405, 400) as a JSON-RPC internal error, without
+    the status the fallback to SSE is decided by."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        if self.status is None:
+            self.status = response.status_code
+
+
+def _tell_tools(client: Client, listing: mcp_types.ListToolsResult) -> None:
+    """Give a new session the listing the response already holds. Otherwise the mcp client
+    lists the tools again inside `call_tool` (to validate structured output against output
+    schemas, which respond does not read): a round trip per call, and a list that may have
+    changed under the stored one a chain keeps (OpenAI lists once per chain). The mcp
+    package (pinned) has no public way to say it; tests/e2e/test_mcp.py counts the lists."""
+    client.session._absorb_tool_listing(listing, complete=True)
+
+
+def _tool(info: McpToolInfo) -> mcp_types.Tool:
+    return mcp_types.Tool(
+        name=info.name, description=info.description, input_schema=dict(info.input_schema)
+    )
 
 
 def _tool_info(tool: mcp_types.Tool) -> McpToolInfo:

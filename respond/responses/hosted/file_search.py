@@ -18,8 +18,9 @@ from respond.files import FileService, Hit, check_filter
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
 from respond.protocol.requests import CreateResponseBody
-from respond.responses.context import search_results_text
+from respond.protocol.tools import FileSearchTool, FunctionTool
 from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.kinds.file_search_call import search_results_text
 
 __all__ = ["INCLUDE_RESULTS", "VISIBLE", "FileSearchTools"]
 
@@ -55,7 +56,7 @@ class FileSearchTools:
     ) -> tuple[dict[str, HostedTool], bool]:
         """The request's file_search tool by its visible name, and whether `tool_choice`
         forces it. Unknown (or another tenant's) vector stores are a 404 naming the field."""
-        found = [(i, t) for i, t in enumerate(body.tools) if t.get("type") == "file_search"]
+        found = [(i, t) for i, t in enumerate(body.tools) if isinstance(t, FileSearchTool)]
         forced = isinstance(body.tool_choice, dict) and body.tool_choice.get("type") == VISIBLE
         if not found:
             if forced:
@@ -69,7 +70,7 @@ class FileSearchTools:
             raise APIError(400, "Give at most one file_search tool.", param=f"tools[{found[1][0]}]")
         index, tool = found[0]
         where = f"tools[{index}]"
-        if any(t.get("type") == "function" and t.get("name") == VISIBLE for t in body.tools):
+        if any(isinstance(t, FunctionTool) and t.name == VISIBLE for t in body.tools):
             raise APIError(
                 400,
                 "A function may not be named 'file_search' beside the file_search tool.",
@@ -111,11 +112,11 @@ class _Executor:
         cls,
         service: FileService,
         tenant: str | None,
-        tool: dict[str, Any],
+        tool: FileSearchTool,
         where: str,
         include: Sequence[str],
     ) -> _Executor:
-        ids = tool.get("vector_store_ids")
+        ids = tool.vector_store_ids
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise APIError(
                 400,
@@ -130,19 +131,19 @@ class _Executor:
                     param=f"{where}.vector_store_ids",
                     code="vector_store_not_found",
                 )
-        limit = tool.get("max_num_results", 10)
+        limit = tool.max_num_results
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 50:
             raise APIError(
                 400, "'max_num_results' must be 1 to 50.", param=f"{where}.max_num_results"
             )
         filters = None
-        if tool.get("filters") is not None:
+        if tool.filters is not None:
             try:
-                filters = _FILTER.validate_python(tool["filters"])
+                filters = _FILTER.validate_python(tool.filters)
             except ValidationError:
                 raise APIError(400, "Invalid 'filters'.", param=f"{where}.filters") from None
             check_filter(filters, f"{where}.filters")
-        ranking = tool.get("ranking_options") or {}
+        ranking = tool.ranking_options or {}
         threshold = ranking.get("score_threshold", 0.0) if isinstance(ranking, dict) else 0.0
         if not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
             raise APIError(

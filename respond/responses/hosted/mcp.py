@@ -4,14 +4,15 @@
 anything is streamed: each server is resolved (its URL, or a server the operator
 configured), checked against the egress allow-list, and listed, unless an earlier
 response of the chain already listed it (its stored `mcp_list_tools` item is reused).
-A server that cannot be listed is a 424 naming it.
+A server that cannot be listed is a 424 naming it. A server with `defer_loading` is
+listed too, its tools shown only once a tool search loads them (_mcp_deferred.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from respond._config import McpSettings
@@ -26,15 +27,16 @@ from respond.protocol.requests import (
     McpCallInput,
     McpListToolsInput,
 )
+from respond.protocol.tools import CustomTool, FunctionTool, McpTool, ToolSearchTool
 from respond.responses.hosted._base import Approved, Hosted, HostedTool, visible_names
 from respond.responses.hosted._mcp_client import McpClient, McpUnavailable
+from respond.responses.hosted._mcp_deferred import loaded_by, searchable_wire
 from respond.responses.hosted.egress import Egress
+from respond.responses.kinds.namespace import Names
 
-__all__ = ["McpServer", "McpTools", "echo_mcp_tool"]
+__all__ = ["McpServer", "McpTools"]
 
 _LABEL = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-# What the response echoes of an mcp tool: never headers or authorization.
-_ECHOED = ("server_label", "server_url", "connector_id", "server_description")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class McpServer:
     approval: Any  # "always" | "never" | {"always": {...}, "never": {...}}
     allowed: Any  # None | [names] | {"tool_names": [...], "read_only": bool}
     where: str  # "tools[i]", for errors
+    tool: McpTool = field(compare=False)  # as the request gave it
 
     def needs_approval(self, tool: McpToolInfo) -> bool:
         rule = self.approval
@@ -110,10 +113,14 @@ class McpTools:
                 item = McpListToolsItem(id=new_id("mcpl"), server_label=server.label, tools=found)
                 hosted.listings.append(item)
             tools += [(server, tool) for tool in found if server.admits(tool)]
-        taken = [str(t.get("name")) for t in body.tools if t.get("type") in ("function", "custom")]
+        taken = [t.name for t in body.tools if isinstance(t, FunctionTool | CustomTool)]
+        taken += [member.visible for member in Names(body.tools).members]
         names = visible_names([(s.label, t.name) for s, t in tools], taken)
+        listing = {s.label: [t for owner, t in tools if owner is s] for s in servers}
+        loaded = loaded_by([*history, *new])
         for server, tool in tools:
             visible = names[(server.label, tool.name)]
+            hidden = server.tool.defer_loading and not loaded.has(server.label, tool.name)
             hosted.tools[visible] = HostedTool(
                 visible=visible,
                 server_label=server.label,
@@ -121,7 +128,13 @@ class McpTools:
                 description=tool.description,
                 parameters=_object_schema(tool.input_schema),
                 needs_approval=server.needs_approval(tool),
-                executor=McpClient(server.url, server.headers, timeout=self.settings.timeout),
+                executor=McpClient(
+                    server.url,
+                    server.headers,
+                    timeout=self.settings.timeout,
+                    known=listing[server.label],  # its calls need not list them again
+                ),
+                deferred=searchable_wire(server.tool, tool.name) if hidden else None,
             )
         hosted.approved = _approved(hosted, history, new)
         hosted.forced = _forced(body, hosted)
@@ -131,9 +144,19 @@ class McpTools:
 
     def _servers(self, body: CreateResponseBody) -> list[McpServer]:
         servers: list[McpServer] = []
+        searching = any(isinstance(tool, ToolSearchTool) for tool in body.tools)
         for index, tool in enumerate(body.tools):
-            if tool.get("type") != "mcp":
+            if not isinstance(tool, McpTool):
                 continue
+            if tool.defer_loading and not searching:
+                raise APIError(
+                    400,
+                    "An mcp tool with defer_loading is shown to the model only once a tool "
+                    "search loads its tools: add a {'type': 'tool_search'} tool, or drop "
+                    "defer_loading.",
+                    param=f"tools[{index}].defer_loading",
+                    code="invalid_value",
+                )
             server = self._server(tool, f"tools[{index}]")
             if any(other.label == server.label for other in servers):
                 raise APIError(
@@ -145,8 +168,8 @@ class McpTools:
             servers.append(server)
         return servers
 
-    def _server(self, tool: dict[str, Any], where: str) -> McpServer:
-        label = tool.get("server_label")
+    def _server(self, tool: McpTool, where: str) -> McpServer:
+        label = tool.server_label
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
             raise APIError(
                 400,
@@ -156,8 +179,8 @@ class McpTools:
                 code="invalid_value",
             )
         configured = self.settings.servers
-        connector = tool.get("connector_id")
-        url = tool.get("server_url")
+        connector = tool.connector_id
+        url = tool.server_url
         if connector is not None:
             if connector not in configured:
                 known = ", ".join(sorted(configured)) or "none"
@@ -183,18 +206,19 @@ class McpTools:
                 code="missing_required_parameter",
             )
         headers = {**(base.headers if base else {}), **_headers(tool, where)}
-        approval = tool.get("require_approval")
+        approval = tool.require_approval
         _check_approval(approval, where)
         if approval is None and base is not None:
             approval = base.require_approval
-        _check_allowed(tool.get("allowed_tools"), where)
+        _check_allowed(tool.allowed_tools, where)
         return McpServer(
             label=label,
             url=base.url if base else str(url),
             headers=headers,
             approval=approval,
-            allowed=tool.get("allowed_tools"),
+            allowed=tool.allowed_tools,
             where=where,
+            tool=tool,
         )
 
     async def _list(self, server: McpServer) -> list[McpToolInfo]:
@@ -210,28 +234,14 @@ class McpTools:
             ) from None
 
 
-def echo_mcp_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """The mcp tool as the response shows it: without headers or authorization.
-
-    A `connector_id` naming a server the operator configured is left out: OpenAI's types
-    allow only OpenAI's own connector names there, and the client sent it, so knows it."""
-    echoed: dict[str, Any] = {"type": "mcp"}
-    echoed.update({key: tool[key] for key in _ECHOED if key in tool})
-    if not str(echoed.get("connector_id", "connector_")).startswith("connector_"):
-        del echoed["connector_id"]
-    echoed["allowed_tools"] = tool.get("allowed_tools")
-    echoed["require_approval"] = tool.get("require_approval") or "always"
-    return echoed
-
-
-def _headers(tool: dict[str, Any], where: str) -> dict[str, str]:
-    headers = tool.get("headers") or {}
+def _headers(tool: McpTool, where: str) -> dict[str, str]:
+    headers = tool.headers or {}
     if not isinstance(headers, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
     ):
         raise APIError(400, "headers must be an object of strings.", param=f"{where}.headers")
     out = dict(headers)
-    token = tool.get("authorization")
+    token = tool.authorization
     if token is not None:
         if not isinstance(token, str):
             raise APIError(400, "authorization must be a string.", param=f"{where}.authorization")
@@ -334,11 +344,21 @@ def _forced(body: CreateResponseBody, hosted: Hosted) -> tuple[str, ...] | None:
     if not isinstance(choice, dict) or choice.get("type") != "mcp":
         return None
     label, name = choice.get("server_label"), choice.get("name")
-    names = tuple(
-        tool.visible
+    named = [
+        tool
         for tool in hosted.tools.values()
         if tool.server_label == label and (name is None or tool.name == name)
-    )
+    ]
+    if named and all(tool.deferred is not None for tool in named):
+        raise APIError(
+            400,
+            f"tool_choice names tools of the deferred MCP server '{label}' that no tool "
+            "search has loaded yet: let the model search first (tool_choice 'required' or "
+            "'auto'), then name them.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    names = tuple(tool.visible for tool in named if tool.deferred is None)
     if not names:
         what = f"tool '{name}' of the MCP server '{label}'" if name else f"MCP server '{label}'"
         raise APIError(

@@ -1,0 +1,565 @@
+"""Every setting of `respond serve`, once: the table argparse, the environment, the config file's
+`[serve]` table, `--help` and the README's flag table are made from.
+
+A setting is named by its long flag: `--ctx-size` is the environment variable `RESPOND_CTX_SIZE`
+and the key `ctx_size` of `[serve]` in the `--config` file, and sets `Settings.n_ctx`. Its default
+is the `Settings` field's. Precedence: flag > environment > config file > default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from respond._config import Settings
+from respond.engines.formats import FORMATS
+
+__all__ = ["FLAGS", "Flag", "readme_table", "resolve"]
+
+Kind = Literal["value", "list", "switch"]
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: an integer >= {minimum}")
+        return int(text)
+
+    return parse
+
+
+def _duration(text: str) -> int:
+    """'3600' / '3600s' / '90m' / '12h' / '30d' -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    value = text.strip().lower()
+    scale = units.get(value[-1:], 0)
+    number = value[:-1] if scale else value
+    if not number.isdigit() or int(number) <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use e.g. 3600, 90m, 12h, 30d")
+    return int(number) * (scale or 1)
+
+
+def _tokens_or_none(text: str) -> int | None:
+    """A token count; 0 means none (as an unset RESPOND_N_PREDICT always did)."""
+    return int(text) or None
+
+
+def _switch(text: str) -> bool:
+    """An environment switch: set to anything but '', '0' or 'false'."""
+    return text.strip().lower() not in ("", "0", "false")
+
+
+def integer(text: str) -> int:
+    return int(text)
+
+
+def number(text: str) -> float:
+    return float(text)
+
+
+@dataclass(frozen=True)
+class Flag:
+    field: str  # the Settings attribute it sets
+    flags: tuple[str, ...]  # short, then long; the long one names the env var and the TOML key
+    help: str  # --help's text; the README's too unless `readme` says more
+    parse: Callable[[str], Any] = str  # text (a flag, the environment, a TOML scalar) -> value
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    kind: Kind = "value"  # "list": repeatable, a comma list in the environment; "switch": on/off
+    shown: str | None = None  # the default as people read it; None: the Settings default
+    readme: str | None = None  # the README's description, where it links to more
+    in_file: bool = True  # a key of the config file's [serve] table
+
+    @property
+    def long(self) -> str:
+        return self.flags[-1]
+
+    @property
+    def env(self) -> str:
+        return "RESPOND_" + self.long.removeprefix("--").upper().replace("-", "_")
+
+    @property
+    def key(self) -> str:
+        """Its key in the config file's [serve] table."""
+        return self.long.removeprefix("--").replace("-", "_")
+
+    @property
+    def default(self) -> Any:
+        for item in dataclasses.fields(Settings):
+            if item.name == self.field:
+                if item.default_factory is not dataclasses.MISSING:
+                    return item.default_factory()
+                return item.default
+        raise LookupError(self.field)
+
+    def default_text(self) -> str:
+        if self.shown is not None:
+            return self.shown
+        value = self.default
+        if value is None or value == []:
+            return "none"
+        if value is False:
+            return "off"
+        return f"`{value}`"
+
+    def value(self, text: str) -> Any:
+        """`text` (from the environment or the config file) as the setting's value."""
+        if self.kind == "switch":
+            return _switch(text)
+        if self.kind == "list":
+            return [self.convert(part) for part in text.split(",") if part]
+        return self.convert(text)
+
+    def convert(self, text: str) -> Any:
+        """One value's text (a flag's, a list's item) as the value, checked against the choices."""
+        try:
+            value = self.parse(text)
+        except ValueError as exc:  # int("x"): say what was expected, as argparse would
+            name = getattr(self.parse, "__name__", "")
+            raise argparse.ArgumentTypeError(f"invalid {name} value: {text!r}") from exc
+        if self.choices and value not in self.choices:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice {text!r} (choose from {', '.join(self.choices)})"
+            )
+        return value
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(
+        "model_path",
+        ("-m", "--model"),
+        "GGUF file to serve",
+        Path,
+        "FILE",
+        shown="bundled SmolLM2",
+    ),
+    Flag(
+        "alias",
+        ("-a", "--alias"),
+        "the model id clients use",
+        metavar="NAME",
+        shown="`smollm2-135m`, or the file name",
+    ),
+    Flag("host", ("--host",), "the address to listen on", metavar="HOST"),
+    Flag("port", ("--port",), "the port to listen on", integer, "PORT"),
+    Flag("n_ctx", ("-c", "--ctx-size"), "context window in tokens", integer, "N"),
+    Flag(
+        "n_threads",
+        ("-t", "--threads"),
+        "CPU threads for generation",
+        integer,
+        "N",
+        shown="llama.cpp's default",
+    ),
+    Flag(
+        "n_slots",
+        ("-np", "--parallel"),
+        "slots: requests the embedded model generates at once",
+        _at_least(1),
+        "N",
+        readme="slots: requests the embedded model generates at once, each with the whole `-c` "
+        "window ([operations](docs/operations.md"
+        "#slots-the-queue-and-the-prompt-cache-embedded-engine))",
+    ),
+    Flag(
+        "queue_max",
+        ("--queue-max",),
+        "requests that may wait for a slot; more are answered 429",
+        _at_least(0),
+        "N",
+        readme="requests that may wait for a slot; beyond, 429 with `Retry-After`",
+    ),
+    Flag(
+        "cache_ram_mb",
+        ("--cache-ram",),
+        "MiB of host RAM that keep the KV cache of conversations that left their slot, "
+        "restored when they continue (0: off)",
+        _at_least(0),
+        "MiB",
+        readme="MiB of host RAM keeping the KV cache of conversations that left their slot, "
+        "restored when they continue; `0`: off ([operations](docs/operations.md"
+        "#the-prompt-cache-beyond-the-slots---cache-ram))",
+    ),
+    Flag(
+        "n_batch",
+        ("-b", "--batch-size"),
+        "tokens per decode step; longer prompts are read in chunks",
+        _at_least(32),
+        "N",
+    ),
+    Flag(
+        "chat_format",
+        ("--chat-format",),
+        "the embedded model's tool-call and reasoning format (default: read off its chat "
+        "template; docs/models.md)",
+        metavar="NAME",
+        choices=tuple(f.name for f in FORMATS),
+        shown="from the template",
+        readme="the embedded model's tool-call format, instead of the one read off its chat "
+        "template ([docs/models.md](docs/models.md); `respond serve --help` lists the names)",
+    ),
+    Flag(
+        "chat_template_file",
+        ("--chat-template-file",),
+        "a Jinja chat template for the embedded model, instead of the one in its GGUF",
+        Path,
+        "FILE",
+        shown="the GGUF's",
+        readme="a Jinja chat template for the embedded model, instead of the one in its GGUF "
+        "(as llama-server's flag; [docs/models.md](docs/models.md#another-template))",
+    ),
+    Flag(
+        "seed",
+        ("--seed",),
+        "the embedded model's sampling seed",
+        integer,
+        "N",
+        shown="random",
+    ),
+    Flag(
+        "api_key",
+        ("--api-key",),
+        "require this key (Authorization: Bearer KEY) on /v1",
+        metavar="KEY",
+        readme="require `Authorization: Bearer KEY` on `/v1`",
+    ),
+    Flag(
+        "api_key_file",
+        ("--api-key-file",),
+        "file of keys, one per line, 'key' or 'tenant:key'",
+        Path,
+        "FILE",
+        readme="one key per line, `key` or `tenant:key`",
+    ),
+    Flag(
+        "data_dir",
+        ("--data-dir",),
+        "where state is kept",
+        Path,
+        "DIR",
+        shown="`$XDG_DATA_HOME/respond` (`~/.local/share/respond`)",
+    ),
+    Flag(
+        "store_url",
+        ("--store",),
+        "postgresql://user@host/db[?schema=NAME] to share state between replicas",
+        metavar="URL",
+        shown="SQLite in the data dir",
+        readme="`postgresql://user@host/db[?schema=NAME]` to share state between replicas",
+    ),
+    Flag(
+        "store_ttl_seconds",
+        ("--store-ttl",),
+        "how long stored responses and conversations are kept: 3600, 90m, 12h, 30d",
+        _duration,
+        "D",
+        shown="`30d`",
+        readme="how long stored responses and conversations are kept (`3600`, `90m`, `12h`, `30d`)",
+    ),
+    Flag(
+        "secret_key",
+        ("--secret-key",),
+        "key that seals reasoning.encrypted_content",
+        metavar="KEY",
+        shown="generated once, kept in the data dir as `secret.key`",
+        readme="key that seals `reasoning.encrypted_content` (and thinking signatures), the same "
+        "on every replica ([docs/tools.md](docs/tools.md))",
+    ),
+    Flag("max_body_mb", ("--max-body-mb",), "larger request bodies get 413", integer, "N"),
+    Flag(
+        "max_file_mb",
+        ("--max-file-mb",),
+        "largest file POST /v1/files accepts, in MiB; larger ones get 413",
+        integer,
+        "N",
+        readme="larger uploads to `/v1/files` get 413 ([docs/files.md](docs/files.md))",
+    ),
+    Flag(
+        "embedding_model",
+        ("--embedding-model",),
+        "GGUF embedding model for /v1/embeddings and vector search ('none': lexical search only)",
+        metavar="FILE.gguf|none",
+        shown="bundled all-MiniLM-L6-v2",
+        readme="the model of `/v1/embeddings` and vector search, `none` for lexical search only "
+        "([docs/files.md](docs/files.md#embeddings))",
+    ),
+    Flag(
+        "max_input_items",
+        ("--max-input-items",),
+        "input items one request may send",
+        integer,
+        "N",
+        readme="input items one request may send; all limits are in "
+        "[docs/api.md](docs/api.md#limits)",
+    ),
+    Flag("max_tools", ("--max-tools",), "tools one request may define", integer, "N"),
+    Flag(
+        "n_predict",
+        ("-n", "--n-predict"),
+        "max_output_tokens for requests that set none (0: none, up to the context window)",
+        _tokens_or_none,
+        "N",
+        readme="`max_output_tokens` for requests that set none (`0`: none)",
+    ),
+    Flag(
+        "temperature",
+        ("--temp",),
+        "sampling temperature for requests that set none",
+        number,
+        "T",
+    ),
+    Flag(
+        "background_max",
+        ("--background-max",),
+        "background runs this process runs at once; more wait queued in the store, for any "
+        "replica to start",
+        _at_least(0),
+        "N",
+        readme="background runs this process runs at once; more wait queued in the store for any "
+        "replica ([docs/state.md](docs/state.md#the-background-queue))",
+    ),
+    Flag(
+        "drain_timeout",
+        ("--drain-timeout",),
+        "on SIGTERM, seconds that requests in flight and background runs get to finish while "
+        "new requests are refused with 503",
+        number,
+        "S",
+        readme="on SIGTERM, seconds that requests in flight and background runs get to finish "
+        "while new requests get 503 "
+        "([docs/deploy.md](docs/deploy.md#rolling-restarts-sigterm-drains))",
+    ),
+    Flag(
+        "reasoning_events",
+        ("--reasoning-events",),
+        "names of the reasoning text stream events: OpenAI's response.reasoning_text.* (what "
+        "OpenAI clients know) or the Open Responses spec's response.reasoning.*",
+        choices=("openai", "openresponses"),
+        readme="reasoning streams as `response.reasoning_text.*` (OpenAI) or "
+        "`response.reasoning.*` (Open Responses)",
+    ),
+    Flag(
+        "log_level",
+        ("--log-level",),
+        "one access line per request, with tokens, at info",
+        choices=("debug", "info", "warning", "error"),
+    ),
+    Flag(
+        "log_format",
+        ("--log-format",),
+        "text lines, or one JSON object per line",
+        choices=("text", "json"),
+        readme="`json`: one JSON object per line (request id, route, status, duration, tokens, "
+        "tenant)",
+    ),
+    Flag(
+        "metrics_auth",
+        ("--metrics-auth",),
+        "require the API key on /metrics too",
+        kind="switch",
+        readme="require the API key on `/metrics` too",
+    ),
+    Flag(
+        "upstreams",
+        ("--upstream",),
+        "serve the models of this OpenAI-compatible server (base URL ending in /v1); repeat for "
+        "a pool",
+        metavar="URL",
+        kind="list",
+        readme="serve the models of an OpenAI-compatible server (vLLM, SGLang, llama-server, "
+        "Ollama); repeat for a pool ([docs/upstreams.md](docs/upstreams.md))",
+    ),
+    Flag("upstream_key", ("--upstream-key",), "the upstream's API key", metavar="KEY"),
+    Flag(
+        "upstream_api",
+        ("--upstream-api",),
+        "the API the upstream speaks: chat (Chat Completions) or responses",
+        choices=("chat", "responses"),
+    ),
+    Flag(
+        "config_path",
+        ("--config",),
+        "TOML file: [serve] settings, a table of models (embedded or upstream), MCP servers",
+        Path,
+        "FILE",
+        readme="a TOML file: these settings (`[serve]`), a table of models, embedded or upstream "
+        "pools ([docs/upstreams.md](docs/upstreams.md)), and MCP servers "
+        "([docs/tools.md](docs/tools.md#configured-servers))",
+        in_file=False,
+    ),
+    Flag(
+        "mcp_allow",
+        ("--mcp-allow",),
+        "let requests use MCP servers whose URL or host matches this wildcard pattern "
+        "(repeatable; beyond configured servers and loopback)",
+        metavar="PATTERN",
+        kind="list",
+        readme="MCP server URLs/hosts requests may use, beyond configured servers and loopback "
+        "(repeatable)",
+    ),
+    Flag(
+        "mcp_timeout",
+        ("--mcp-timeout",),
+        "seconds for one MCP tool listing or call",
+        number,
+        "S",
+    ),
+    Flag(
+        "code_interpreter",
+        ("--code-interpreter",),
+        "run the code_interpreter tool (Python in a sandbox) and serve /v1/containers",
+        kind="switch",
+        readme="run the `code_interpreter` tool (Python in a sandbox) and serve "
+        "`/v1/containers` ([docs/tools.md](docs/tools.md#code-interpreter))",
+    ),
+    Flag(
+        "code_interpreter_sandbox",
+        ("--code-interpreter-sandbox",),
+        "how code is isolated: namespaces (no network, a root of its own; needs root or "
+        "user namespaces), or limits-only (weaker: resource limits only)",
+        choices=("namespaces", "limits-only"),
+        readme="`namespaces`: no network, its own root, PID namespace (needs root or user "
+        "namespaces; respond refuses to start without); `limits-only`: resource limits only "
+        "([the sandbox](docs/tools.md#the-sandbox))",
+    ),
+    Flag(
+        "code_interpreter_python",
+        ("--code-interpreter-python",),
+        "the Python interpreter code runs on",
+        metavar="FILE",
+        shown="the one respond runs on",
+    ),
+    Flag(
+        "code_interpreter_user",
+        ("--code-interpreter-user",),
+        "the user code runs as when respond runs as root",
+        metavar="NAME",
+    ),
+    Flag(
+        "code_interpreter_timeout",
+        ("--code-interpreter-timeout",),
+        "wall-clock seconds one call may run",
+        number,
+        "S",
+    ),
+    Flag(
+        "code_interpreter_cpu",
+        ("--code-interpreter-cpu",),
+        "CPU seconds one call may use",
+        _at_least(1),
+        "S",
+    ),
+    Flag(
+        "code_interpreter_memory_mb",
+        ("--code-interpreter-memory-mb",),
+        "address space of each of a call's processes, in MiB",
+        _at_least(64),
+        "N",
+    ),
+    Flag(
+        "code_interpreter_disk_mb",
+        ("--code-interpreter-disk-mb",),
+        "what a call may write (/mnt/data and /tmp together), in MiB",
+        _at_least(1),
+        "N",
+    ),
+    Flag(
+        "code_interpreter_processes",
+        ("--code-interpreter-processes",),
+        "processes the sandbox user may have at once",
+        _at_least(1),
+        "N",
+    ),
+)
+
+
+def add_to(parser: argparse.ArgumentParser) -> None:
+    """The flags, each given or absent (argparse.SUPPRESS): `resolve` layers the rest."""
+    for flag in FLAGS:
+        shown = flag.default_text().replace("`", "")
+        text = flag.help
+        if flag.choices and flag.metavar:  # choices the metavar does not show: listed here
+            text += f"; one of: {', '.join(flag.choices)}"
+        options: dict[str, Any] = {
+            "dest": flag.field,
+            "default": argparse.SUPPRESS,
+            "help": f"{text} (env {flag.env}; default: {shown})".replace("%", "%%"),
+        }
+        if flag.kind == "switch":
+            options["action"] = "store_true"
+        else:
+            options["type"] = flag.convert
+            options["metavar"] = flag.metavar or ("|".join(flag.choices) or None)
+            if flag.kind == "list":
+                options["action"] = "append"
+        parser.add_argument(*flag.flags, **options)
+
+
+def resolve(
+    given: Mapping[str, Any],
+    environ: Mapping[str, str],
+    serve_table: Mapping[str, Any],
+    *,
+    source: str = "config",
+) -> dict[str, Any]:
+    """Settings values: each flag given, else its environment variable, else the config file's
+    [serve] key, else left to the Settings default. A list adds the flag's values to the rest.
+    Raises ValueError naming the variable or key whose value is wrong."""
+    values: dict[str, Any] = {}
+    unknown = set(serve_table) - {flag.key for flag in FLAGS if flag.in_file}
+    if unknown:
+        raise ValueError(
+            f"{source}: serve.{sorted(unknown)[0]}: unknown key (see respond serve -h)"
+        )
+    for flag in FLAGS:
+        text = environ.get(flag.env)
+        try:
+            if text:
+                values[flag.field] = flag.value(text)
+            elif flag.in_file and flag.key in serve_table:
+                values[flag.field] = _from_file(flag, serve_table[flag.key])
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            where = flag.env if text else f"{source}: serve.{flag.key}"
+            raise ValueError(f"{where}: {exc}") from exc
+        if flag.field in given:
+            if flag.kind == "list":
+                values[flag.field] = [*values.get(flag.field, []), *given[flag.field]]
+            else:
+                values[flag.field] = given[flag.field]
+    return values
+
+
+def _from_file(flag: Flag, value: Any) -> Any:
+    """A [serve] value, checked as the flag's text would be."""
+    if flag.kind == "switch":
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {value!r}")
+        return value
+    if flag.kind == "list":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ValueError(f"must be a list of strings, got {value!r}")
+        return [flag.convert(v) for v in value]
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"must be a string or a number, got {value!r}")
+    return flag.convert(str(value))
+
+
+def readme_table(flags: Iterable[Flag] = FLAGS) -> str:
+    """The README's `respond serve` table (tests/unit/test_flags.py keeps the two the same)."""
+    rows = [
+        "| flag | environment | `[serve]` key | default | |",
+        "|---|---|---|---|---|",
+    ]
+    for flag in flags:
+        metavar = flag.metavar or "|".join(flag.choices)
+        name = ", ".join(flag.flags) + (f" {metavar}" if metavar else "")
+        env = f"`{flag.env}`" + (" (comma list)" if flag.kind == "list" else "")
+        key = f"`{flag.key}`" if flag.in_file else ""
+        text = flag.readme or flag.help
+        name = name.replace("|", "\\|")  # a | inside a table cell
+        rows.append(f"| `{name}` | {env} | {key} | {flag.default_text()} | {text} |")
+    return "\n".join(rows) + "\n"

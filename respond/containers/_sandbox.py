@@ -1,0 +1,212 @@
+"""Running one code_interpreter call in the sandbox, from the server's side.
+
+Each call is a fresh process tree: `_boot.py` (started as its own interpreter, in a new
+session) isolates and limits the code and reports how it ended; this module feeds it the
+job, reads the code's output (capped), and kills the whole tree if the call runs past its
+time, is cancelled (the client went away), or the bootstrap itself hangs. What each mode
+isolates, and what it needs, is in docs/tools.md#the-sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["Limits", "Outcome", "Sandbox", "SandboxError", "SandboxMode"]
+
+SandboxMode = Literal["namespaces", "limits-only"]
+BOOT = Path(__file__).with_name("_boot.py")
+MAX_OUTPUT_BYTES = 64 * 1024  # of the code's output kept; the rest is read and dropped
+# Beyond the call's timeout, how long the bootstrap gets to copy files back and report.
+GRACE_SECONDS = 15.0
+
+
+class SandboxError(Exception):
+    """The sandbox could not run the code (not the code's own failure)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one call may use (docs/tools.md#the-sandbox; the defaults are Settings')."""
+
+    timeout: float  # wall-clock seconds
+    cpu_seconds: int
+    memory_mb: int  # address space (RLIMIT_AS)
+    disk_mb: int  # /mnt/data and /tmp together; also the largest file
+    processes: int  # RLIMIT_NPROC of the sandbox user
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one call ended: its output, and why it stopped."""
+
+    output: str
+    truncated: bool = False
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    mode: SandboxMode
+    python: str  # the interpreter the code runs on
+    binds: tuple[str, ...]  # its installation's folders, bound read-only in the root
+    uid: int | None  # the sandbox user (respond as root), else None: the server's own
+    gid: int | None
+    limits: Limits
+    root: Path  # an empty folder the sandbox's root is mounted on (in its own namespace)
+
+    @classmethod
+    def make(
+        cls,
+        mode: SandboxMode,
+        limits: Limits,
+        state: Path,
+        *,
+        python: str | None = None,
+        user: str = "nobody",
+    ) -> Sandbox:
+        """The sandbox for these settings; `state` is where containers live. Raises
+        SandboxError saying what is missing."""
+        python = python or sys.executable
+        uid = gid = None
+        if os.geteuid() == 0:
+            try:
+                entry = pwd.getpwnam(user)
+            except KeyError:
+                raise SandboxError(f"there is no user {user!r} to run code as") from None
+            uid, gid = entry.pw_uid, entry.pw_gid
+        root = state / ".root"
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(mode, python, _installation(python), uid, gid, limits, root)
+
+    async def run(self, code: str, workdir: Path) -> Outcome:
+        """Run `code` with `workdir` (the container's files) as /mnt/data. Cancelling the
+        caller kills the call's processes."""
+        report_read, report_write = os.pipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-S",
+                str(BOOT),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(report_write,),
+                start_new_session=True,  # its group is killed whole, never the server's
+            )
+        finally:
+            os.close(report_write)
+        try:
+            job = self._job(code, workdir, report_write)
+            return await asyncio.wait_for(
+                self._converse(process, job, report_read),
+                self.limits.timeout + GRACE_SECONDS,
+            )
+        except TimeoutError:
+            raise SandboxError("the sandbox did not report in time; it was killed") from None
+        finally:
+            _kill(process)
+            with contextlib.suppress(ProcessLookupError):
+                await process.wait()
+            os.close(report_read)
+
+    def _job(self, code: str, workdir: Path, report: int) -> dict[str, Any]:
+        limits = self.limits
+        return {
+            "mode": self.mode,
+            "python": self.python,
+            "binds": list(self.binds),
+            "workdir": str(workdir),
+            "root": str(self.root),
+            "uid": self.uid,
+            "gid": self.gid,
+            "limits": {
+                "cpu": limits.cpu_seconds,
+                "memory": limits.memory_mb * 1024 * 1024,
+                "disk": limits.disk_mb * 1024 * 1024,
+                "processes": limits.processes,
+            },
+            "timeout": limits.timeout,
+            "code": code,
+            "report": report,
+            "server": os.getpid(),
+        }
+
+    async def _converse(
+        self, process: asyncio.subprocess.Process, job: dict[str, Any], report: int
+    ) -> Outcome:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(job).encode())
+        await process.stdin.drain()
+        process.stdin.close()
+        kept = bytearray()
+        truncated = False
+        while chunk := await process.stdout.read(65536):
+            room = MAX_OUTPUT_BYTES - len(kept)
+            kept += chunk[:room]
+            truncated = truncated or len(chunk) > room
+        await process.wait()
+        raw = await asyncio.to_thread(os.read, report, 65536)
+        try:
+            ended = json.loads(raw)
+        except ValueError:
+            raise SandboxError("the sandbox stopped without reporting") from None
+        if "error" in ended:
+            raise SandboxError(ended["error"])
+        return Outcome(
+            output=kept.decode(errors="replace"),
+            truncated=truncated,
+            exit_code=ended["exit"],
+            signal=ended["signal"],
+            timed_out=ended["timed_out"],
+        )
+
+    def probe(self) -> None:
+        """Run one line in this sandbox now; raises SandboxError if it cannot run code."""
+        with tempfile.TemporaryDirectory(dir=self.root.parent, prefix=".probe-") as work:
+            outcome = asyncio.run(self.run("6 * 7", Path(work)))
+        if outcome.output.strip() != "42" or outcome.exit_code != 0:
+            said = outcome.output.strip()[-500:] or "(no output)"
+            raise SandboxError(f"a test run of the code's interpreter failed: {said}")
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    """The bootstrap's group, unless it has ended (and been reaped: its id may be another
+    process's now); the code's own processes die with the bootstrap (their parent-death
+    signal) and with their namespace's first process."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _installation(python: str) -> tuple[str, ...]:
+    """The folders the interpreter needs that are outside the system's (a virtual
+    environment and the Python it was made from): bound read-only at their own paths."""
+    ask = "import sys, json; print(json.dumps([sys.prefix, sys.base_prefix]))"
+    try:
+        found = subprocess.run(
+            [python, "-I", "-c", ask],
+            capture_output=True,
+            timeout=30,
+            check=True,
+            text=True,
+        )
+        prefixes = json.loads(found.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise SandboxError(f"cannot run the code's interpreter {python!r}: {exc}") from None
+    real = os.path.dirname(os.path.dirname(os.path.realpath(python)))
+    return tuple(dict.fromkeys(str(p) for p in (*prefixes, real)))

@@ -1,0 +1,102 @@
+"""The formats that write a call as one JSON object: Hermes, the first Mistral, Llama 3.
+
+Their streaming parser is the shared `OutputParser` (engines/_parsing.py), which also reads
+these calls when a model writes them freely, in any key order or spacing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from respond.engines._parsing import Dialect, OutputParser
+from respond.engines.formats._base import (
+    THINK_TAGS,
+    ChatFormat,
+    GrammarKit,
+    ProbeCall,
+    StreamParser,
+    Think,
+    ToolSchemas,
+)
+
+__all__ = ["HERMES", "LLAMA3", "MISTRAL_V1", "REKA"]
+
+
+class JsonCallFormat(ChatFormat):
+    def __init__(
+        self, dialect: Dialect, name: str, label: str, markers: tuple[str, ...], sep: str = "\n"
+    ):
+        self.dialect: Dialect = dialect
+        self.sep = sep  # between two Hermes calls
+        self.name = name
+        self.label = label
+        self.markers = markers
+        self.single = dialect == "llama3"  # its templates refuse more than one call a turn
+
+    def _object(self, call: ProbeCall) -> str:
+        key = "parameters" if self.dialect == "llama3" else "arguments"
+        return json.dumps({"name": call.name, key: call.arguments}, ensure_ascii=False)
+
+    def render(self, calls: Sequence[ProbeCall]) -> str:
+        if self.dialect == "hermes":
+            return self.sep.join(f"<tool_call>\n{self._object(c)}\n</tool_call>" for c in calls)
+        if self.dialect == "mistral":
+            return "[TOOL_CALLS][" + ", ".join(self._object(c) for c in calls) + "]"
+        return self._object(calls[0])
+
+    def grammar(
+        self,
+        kit: GrammarKit,
+        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        max_calls: int | None,
+    ) -> str:
+        key = "parameters" if self.dialect == "llama3" else "arguments"
+        alternatives = []
+        for index, (name, schema) in enumerate(calls):
+            head = json.dumps({"name": name, key: 0}, ensure_ascii=False)[: -len("0}")]
+            arguments = kit.json_value(schema, f"fn{index}")
+            alternatives.append(f'{kit.lit(head)} {arguments} "}}"')
+        call = kit.rule("call", " | ".join(alternatives))
+        if self.dialect == "hermes":
+            one = kit.rule(
+                "one-call",
+                f"{kit.lit('<tool_call>' + chr(10))} {call} {kit.lit(chr(10) + '</tool_call>')}",
+            )
+            return repeat(one, kit.lit(self.sep), max_calls)
+        if self.dialect == "mistral":
+            return f'{kit.lit("[TOOL_CALLS][")} {repeat(call, kit.lit(", "), max_calls)} "]"'
+        return call  # Llama 3 writes one call per turn
+
+    def parser(
+        self,
+        *,
+        tools: ToolSchemas,
+        think: Think | None,
+        in_reasoning: bool,
+        new_call_id: Callable[[], str],
+        stop_at_call: bool,
+    ) -> StreamParser:
+        # The shared parser knows <think> tags only.
+        return OutputParser(
+            self.dialect if tools is not None else None,
+            thinking=think is not None and think.open == THINK_TAGS.open,
+            in_reasoning=in_reasoning,
+            new_call_id=new_call_id,
+            stop_at_call=stop_at_call,
+        )
+
+
+def repeat(rule: str, separator: str, upto: int | None) -> str:
+    """`rule`, then up to `upto` in all (any number when None), `separator` between."""
+    if upto is None:
+        return f"{rule} ({separator} {rule})*"
+    return f"{rule}" + f" ({separator} {rule}" * (upto - 1) + ")?" * (upto - 1)
+
+
+HERMES = JsonCallFormat("hermes", "hermes", "hermes json", ("<tool_call>", '"arguments"'))
+# Reka Edge's template writes Hermes calls back to back, nothing between them.
+REKA = JsonCallFormat("hermes", "reka", "hermes json, calls back to back", ("<tool_call>",), sep="")
+MISTRAL_V1 = JsonCallFormat("mistral", "mistral", "mistral json list", ("[TOOL_CALLS]",))
+LLAMA3 = JsonCallFormat("llama3", "llama3", "llama 3 json", ("<|start_header_id|>", '"parameters"'))

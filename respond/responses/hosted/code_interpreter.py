@@ -1,0 +1,242 @@
+"""The code_interpreter family: Python run by respond in a sandboxed container, inside the
+response.
+
+A request's `{"type": "code_interpreter", "container": ...}` tool becomes one hosted tool
+the model sees as the function `python(code)`. The container is the one named
+(`"cntr_..."`), or, for `{"type": "auto", "file_ids": [...]}`, the container of the last
+code_interpreter_call in the context when it is still running (a chain keeps its files),
+else a new one made at the first call with copies of those files. Calls run in the
+sandbox (respond/containers/), become `code_interpreter_call` items, and their output joins
+the context for the next turn. Without `--code-interpreter` the tool is accepted and not
+run: the model does not see it (logged once).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+from respond._ids import new_id
+from respond.containers import ContainerService, Ran, SandboxError
+from respond.protocol.errors import APIError
+from respond.protocol.requests import CodeInterpreterCallInput, CreateResponseBody, InputItem
+from respond.protocol.tools import CodeInterpreterTool, FunctionTool
+from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.kinds.code_interpreter_call import VISIBLE, logs_text
+
+__all__ = ["INCLUDE_OUTPUTS", "CodeInterpreterTools"]
+
+log = logging.getLogger("respond.tools")
+
+INCLUDE_OUTPUTS = "code_interpreter_call.outputs"
+AUTO_NAME = "code_interpreter (auto)"
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+DESCRIPTION = (
+    "Run Python 3 code in a sandbox without network access. The working directory is "
+    "/mnt/data, which holds the user's files; files written there are kept and shown to "
+    "the user. print() what you need to see: the output (and the value of a last "
+    "expression) is returned."
+)
+_OFF_LOGGED: list[bool] = []  # the tool given to a server that does not run it: logged once
+
+
+class CodeInterpreterTools:
+    """Makes the code_interpreter tool of a request (when the server runs code)."""
+
+    def __init__(self, service: ContainerService | None = None) -> None:
+        self.service = service
+
+    def echoed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`response.tools` as echoed: without the tool when this server does not run it
+        (as every tool type respond does not run)."""
+        if self.service is not None:
+            return tools
+        return [tool for tool in tools if tool.get("type") != "code_interpreter"]
+
+    async def prepare(
+        self, body: CreateResponseBody, tenant: str | None, context: Sequence[InputItem]
+    ) -> tuple[dict[str, HostedTool], bool]:
+        """The request's code_interpreter tool by its visible name, and whether
+        `tool_choice` forces it. Its container is checked now: a missing one is a 404, an
+        expired one a 400, one held by another replica a 409, each naming the field."""
+        found = [(i, t) for i, t in enumerate(body.tools) if isinstance(t, CodeInterpreterTool)]
+        choice = body.tool_choice
+        forced = isinstance(choice, dict) and choice.get("type") == "code_interpreter"
+        if not found or self.service is None:
+            if forced:
+                why = "no such tool is given" if not found else _OFF
+                raise APIError(
+                    400, f"tool_choice names code_interpreter, but {why}.", param="tool_choice"
+                )
+            if found and not _OFF_LOGGED:
+                _OFF_LOGGED.append(True)
+                log.info("tool type 'code_interpreter' is not run: %s", _OFF)
+            return {}, False
+        if len(found) > 1:
+            raise APIError(
+                400, "Give at most one code_interpreter tool.", param=f"tools[{found[1][0]}]"
+            )
+        index, tool = found[0]
+        where = f"tools[{index}]"
+        if any(isinstance(t, FunctionTool) and t.name == VISIBLE for t in body.tools):
+            raise APIError(
+                400,
+                f"A function may not be named '{VISIBLE}' beside the code_interpreter tool "
+                "(the model sees code_interpreter as that function).",
+                param=where,
+            )
+        executor = await self._executor(tool, where, tenant, context, body.include)
+        hosted = HostedTool(
+            visible=VISIBLE,
+            server_label="code_interpreter",
+            name=VISIBLE,
+            description=DESCRIPTION,
+            parameters=PARAMETERS,
+            needs_approval=False,
+            executor=executor,
+            family="code_interpreter",
+            container_id=executor.container_id,
+        )
+        return {VISIBLE: hosted}, forced
+
+    async def _executor(
+        self,
+        tool: CodeInterpreterTool,
+        where: str,
+        tenant: str | None,
+        context: Sequence[InputItem],
+        include: Sequence[str],
+    ) -> _Executor:
+        service = self.service
+        assert service is not None
+        container = tool.container
+        keep = INCLUDE_OUTPUTS in include
+        if isinstance(container, str) and container:
+            await service.held(tenant, container, f"{where}.container")
+            return _Executor(service, tenant, container, None, keep)
+        if not isinstance(container, dict) or container.get("type") != "auto":
+            raise APIError(
+                400,
+                '\'container\' must be a container id, or {"type": "auto"} with optional '
+                "'file_ids'.",
+                param=f"{where}.container",
+            )
+        file_ids = container.get("file_ids") or []
+        param = f"{where}.container.file_ids"
+        if not isinstance(file_ids, list) or not all(isinstance(i, str) for i in file_ids):
+            raise APIError(400, "'file_ids' must be a list of file ids.", param=param)
+        for file_id in file_ids:
+            if await service.files.get_file(tenant, file_id) is None:
+                raise APIError(
+                    404,
+                    f"File with id '{file_id[:64]}' not found.",
+                    param=param,
+                    code="file_not_found",
+                )
+        reused = await _reused(service, tenant, context)
+        if reused is not None:
+            await service.held(tenant, reused, f"{where}.container")
+            return _Executor(service, tenant, reused, None, keep)
+        return _Executor(service, tenant, new_id("cntr"), list(file_ids), keep)
+
+
+_OFF = "this server does not run code (start respond with --code-interpreter)"
+
+
+async def _reused(
+    service: ContainerService, tenant: str | None, context: Sequence[InputItem]
+) -> str | None:
+    """The container of the context's last code_interpreter_call, if it still runs."""
+    for item in reversed(context):
+        if isinstance(item, CodeInterpreterCallInput):
+            container = await service.get(tenant, item.container_id)
+            running = container is not None and container["status"] == "running"
+            return item.container_id if running else None
+    return None
+
+
+class _Executor:
+    def __init__(
+        self,
+        service: ContainerService,
+        tenant: str | None,
+        container_id: str,
+        create_with: list[str] | None,
+        keep: bool,
+    ) -> None:
+        self.service = service
+        self.tenant = tenant
+        self.container_id = container_id
+        self.create_with = create_with  # auto: the files of the container made at first use
+        self.keep = keep  # the item keeps its outputs (include)
+
+    async def call(self, name: str, arguments: str) -> CallResult:
+        try:
+            code = json.loads(arguments)["code"]
+        except (ValueError, KeyError, TypeError):
+            code = None
+        if not isinstance(code, str):
+            error = {"type": "invalid_arguments", "message": "python needs 'code'."}
+            return CallResult(error=error)
+        try:
+            if self.create_with is not None:
+                await self.service.create(
+                    self.tenant,
+                    AUTO_NAME,
+                    file_ids=self.create_with,
+                    container_id=self.container_id,
+                )
+                self.create_with = None
+            ran = await self.service.run(self.tenant, self.container_id, code)
+        except (APIError, SandboxError) as exc:
+            # The container went (deleted, expired) or the sandbox failed: the call fails,
+            # and the model is told so.
+            message = exc.message if isinstance(exc, APIError) else str(exc)
+            return CallResult(
+                error={"type": "sandbox_error", "message": message},
+                outputs=[] if self.keep else None,
+                stopped=True,
+            )
+        return self._result(ran)
+
+    def _result(self, ran: Ran) -> CallResult:
+        outcome = ran.outcome
+        logs = outcome.output
+        if outcome.truncated:
+            logs += "\n[The output was cut: only its first 64 KiB are kept.]"
+        note = _stopped(ran, self.service)
+        if note:
+            logs = f"{logs.rstrip()}\n{note}" if logs.strip() else note
+        outputs: list[dict[str, Any]] = [{"type": "logs", "logs": logs}] if logs else []
+        outputs += [{"type": "image", "url": url} for url in ran.images]
+        text = logs_text(outputs)
+        if ran.written:
+            text += "\nFiles written: " + ", ".join(str(f["path"]) for f in ran.written)
+        return CallResult(
+            output=text,
+            outputs=outputs if self.keep else None,
+            stopped=bool(note),
+            written=tuple((self.container_id, f["id"], str(f["path"])) for f in ran.written),
+        )
+
+
+def _stopped(ran: Ran, service: ContainerService) -> str:
+    """Why the sandbox stopped the code ('' when it ended by itself)."""
+    outcome, limits = ran.outcome, service.sandbox.limits
+    if outcome.timed_out:
+        return f"[Stopped: the code ran past the {limits.timeout:g} s time limit.]"
+    if outcome.signal == signal.SIGXCPU:
+        return f"[Stopped: the code used up its {limits.cpu_seconds} s of CPU time.]"
+    if outcome.signal == signal.SIGKILL:
+        return "[Stopped: the code was killed (SIGKILL): by a limit of the sandbox, or itself.]"
+    if outcome.signal is not None:
+        return f"[Stopped by signal {signal.Signals(outcome.signal).name}.]"
+    return ""
