@@ -14,8 +14,7 @@ from respond.engines.llamacpp._template import (
     TemplateRefusedError,
     UnusableTemplateError,
 )
-from respond.engines.llamacpp._template_adapt import adapt_messages, short_call_id
-from respond.engines.llamacpp._template_caps import TemplateCaps
+from respond.engines.llamacpp._template_adapt import TemplateCaps, adapt_messages, short_call_id
 from respond.engines.llamacpp._template_env import TemplateEnvironment, frozen
 
 

@@ -17,8 +17,8 @@ from jinja2.exceptions import TemplateError, TemplateSyntaxError
 
 from respond.engines._base import ChatMessage, EngineError, FunctionSpec, ToolCall
 from respond.engines.formats import HERMES, ChatFormat, ProbeCall
-from respond.engines.llamacpp._template_adapt import adapt_messages
-from respond.engines.llamacpp._template_caps import TemplateCaps, probe_caps
+from respond.engines.llamacpp._template_adapt import TemplateCaps, adapt_messages
+from respond.engines.llamacpp._template_caps import probe_caps
 from respond.engines.llamacpp._template_env import TemplateEnvironment, frozen
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Messages reshaped for what one chat template can render (its TemplateCaps).
+"""Messages reshaped for what one chat template can render: its TemplateCaps, which
+_template_caps.py finds by probing the template at load.
 
 The messages come in the shape Chat Completions uses (arguments parsed to objects where they
 are JSON, reasoning in `reasoning_content`); each template was written for one caller, and
@@ -12,15 +13,56 @@ import hashlib
 import json
 import string
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from respond.engines.llamacpp._template_caps import TemplateCaps
-
-__all__ = ["adapt_messages", "short_call_id"]
+__all__ = ["TemplateCaps", "adapt_messages", "short_call_id"]
 
 _ALPHABET = string.ascii_letters + string.digits
 SHORT_ID_LENGTH = 9
+
+CallId = Literal["any", "alnum9"]
+
+
+@dataclass(frozen=True)
+class TemplateCaps:
+    """What the template renders and the shapes it needs (defaults: a plain chat template
+    that renders no tools)."""
+
+    system_role: bool = True  # a system message shows; else it joins the next user message
+    tools_list: bool = False  # `tools` must be a list, even empty (None fails)
+    tools: bool = False  # the tool definitions show
+    tool_calls: bool = False  # an assistant message's calls show (their arguments)
+    tool_results: bool = False  # a tool message's content shows
+    object_arguments: bool = True  # arguments as objects; else as JSON strings
+    parallel_calls: bool = False  # two calls in one message show; else one per message
+    call_id: CallId = "any"  # "alnum9": ids must be 9 letters or digits (Mistral's)
+    call_ids_shown: bool = False  # the call ids appear in the prompt
+    reasoning_key: str | None = None  # the message field its reasoning is read from
+    # Reasoning shows in the turn's call loop (after the last user message; for a template
+    # that shows no calls, on its last answer), and before the last user message.
+    reasoning_in_turn: bool = False
+    reasoning_in_history: bool = False  # reasoning before the last user message shows
+
+    def describe(self) -> str:
+        """One line for logs and the banner."""
+        if not self.tools:
+            flags = ["tools not shown (respond describes them)"]
+        elif not self.tool_calls:
+            flags = ["tools", "calls not shown"]
+        else:
+            flags = [
+                "tools",
+                "parallel calls" if self.parallel_calls else "one call per message",
+                f"arguments as {'objects' if self.object_arguments else 'JSON strings'}",
+            ]
+        if self.call_id != "any":
+            flags.append(f"call ids {self.call_id}")
+        if not self.system_role:
+            flags.append("system text into the user message")
+        if self.reasoning_key is not None:
+            flags.append(f"reasoning from {self.reasoning_key}")
+        return ", ".join(flags)
 
 
 def short_call_id(call_id: str) -> str:
