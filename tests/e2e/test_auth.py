@@ -30,9 +30,13 @@ def test_api_key_flag_and_file(tmp_path: Path) -> None:
         reply = httpx.get(f"{server.base_url}/models")
         assert reply.status_code == 401
         assert reply.json()["error"]["code"] == "invalid_api_key"
-        with pytest.raises(openai.AuthenticationError):
-            openai.OpenAI(base_url=server.base_url, api_key="wrong").models.list()
-        assert openai.OpenAI(base_url=server.base_url, api_key="key-plain").models.list().data
+        with (
+            openai.OpenAI(base_url=server.base_url, api_key="wrong") as wrong,
+            pytest.raises(openai.AuthenticationError),
+        ):
+            wrong.models.list()
+        with openai.OpenAI(base_url=server.base_url, api_key="key-plain") as plain:
+            assert plain.models.list().data
     finally:
         server.stop()
 

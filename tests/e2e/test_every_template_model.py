@@ -497,36 +497,39 @@ FRONT_DOORS = ["Qwen3-Coder", "openai-gpt-oss-120b"]  # non-Hermes formats, stre
 @pytest.mark.parametrize("served", FRONT_DOORS, indirect=True)
 def test_a_streamed_forced_call_through_chat_completions(served: tuple[str, Server]) -> None:
     stem, server = served
-    client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
-    stream = client.chat.completions.create(
-        model=stem,
-        messages=[{"role": "user", "content": QUESTION}],
-        tools=[{"type": "function", "function": {"name": "get_weather",
-                "description": "Weather in a city", "parameters": SCHEMA, "strict": True}}],
-        tool_choice="required",
-        parallel_tool_calls=False,
-        temperature=0,
-        max_tokens=300,
-        stream=True,
-        timeout=TIMEOUT,
-    )  # fmt: skip
-    chunks = list(stream)
-    deltas = [chunk.choices[0].delta for chunk in chunks if chunk.choices]
-    calls = [call for delta in deltas for call in delta.tool_calls or []]
-    assert calls and calls[0].id and calls[0].function and calls[0].function.name == "get_weather"
-    assert {call.index for call in calls} == {0}
-    arguments = "".join(call.function.arguments or "" for call in calls if call.function)
-    check_arguments({"name": "get_weather", "arguments": arguments})
-    assert not "".join(delta.content or "" for delta in deltas)  # no markup as text
-    finished = [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices]
-    assert finished[-1] == "tool_calls"
+    with openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0) as client:
+        stream = client.chat.completions.create(
+            model=stem,
+            messages=[{"role": "user", "content": QUESTION}],
+            tools=[{"type": "function", "function": {"name": "get_weather",
+                    "description": "Weather in a city", "parameters": SCHEMA, "strict": True}}],
+            tool_choice="required",
+            parallel_tool_calls=False,
+            temperature=0,
+            max_tokens=300,
+            stream=True,
+            timeout=TIMEOUT,
+        )  # fmt: skip
+        chunks = list(stream)
+        deltas = [chunk.choices[0].delta for chunk in chunks if chunk.choices]
+        calls = [call for delta in deltas for call in delta.tool_calls or []]
+        assert (
+            calls and calls[0].id and calls[0].function and calls[0].function.name == "get_weather"
+        )
+        assert {call.index for call in calls} == {0}
+        arguments = "".join(call.function.arguments or "" for call in calls if call.function)
+        check_arguments({"name": "get_weather", "arguments": arguments})
+        assert not "".join(delta.content or "" for delta in deltas)  # no markup as text
+        finished = [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices]
+        assert finished[-1] == "tool_calls"
 
 
 @pytest.mark.parametrize("served", FRONT_DOORS, indirect=True)
 def test_a_streamed_forced_call_through_messages(served: tuple[str, Server]) -> None:
     stem, server = served
-    client = anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0)
-    with client.messages.stream(
+    with anthropic.Anthropic(
+        base_url=server.url, api_key="unused", max_retries=0
+    ) as client, client.messages.stream(
         model=stem,
         max_tokens=300,
         tools=[{"name": "get_weather", "description": "Weather in a city",

@@ -206,21 +206,24 @@ def test_request_translation_reaches_the_upstream(respond: Server) -> None:
 
 def test_chat_completions_route_passes_images_through(respond: Server) -> None:
     image = "data:image/png;base64,iVBORw0KGgo="
-    client = openai.OpenAI(base_url=respond.base_url, api_key="none")
-    completion = client.chat.completions.create(
-        model="chat-echo",
-        messages=[
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "see"},
-                    {"type": "image_url", "image_url": {"url": image}},
-                ],
-            }
-        ],
-    )
-    sent = json.loads(completion.choices[0].message.content or "")["request"]
-    assert sent["messages"][0]["content"][1] == {"type": "image_url", "image_url": {"url": image}}
+    with openai.OpenAI(base_url=respond.base_url, api_key="none") as client:
+        completion = client.chat.completions.create(
+            model="chat-echo",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "see"},
+                        {"type": "image_url", "image_url": {"url": image}},
+                    ],
+                }
+            ],
+        )
+        sent = json.loads(completion.choices[0].message.content or "")["request"]
+        assert sent["messages"][0]["content"][1] == {
+            "type": "image_url",
+            "image_url": {"url": image},
+        }
 
 
 def test_upstream_key_is_sent_as_bearer(respond: Server) -> None:
@@ -281,16 +284,16 @@ def test_interleaved_parallel_tool_calls_stream_as_well_formed_items(respond: Se
 
 
 def test_openai_sdk_sees_the_function_calls(respond: Server) -> None:
-    client = openai.OpenAI(base_url=respond.base_url, api_key="none")
-    response = client.responses.create(
-        model="chat-tools",
-        input="both",
-        tools=[
-            {"type": "function", "name": "get_weather", "parameters": {}, "strict": False},
-            {"type": "function", "name": "get_time", "parameters": {}, "strict": False},
-        ],
-    )
-    assert [item.type for item in response.output] == ["function_call", "function_call"]
+    with openai.OpenAI(base_url=respond.base_url, api_key="none") as client:
+        response = client.responses.create(
+            model="chat-tools",
+            input="both",
+            tools=[
+                {"type": "function", "name": "get_weather", "parameters": {}, "strict": False},
+                {"type": "function", "name": "get_time", "parameters": {}, "strict": False},
+            ],
+        )
+        assert [item.type for item in response.output] == ["function_call", "function_call"]
 
 
 def test_reasoning_content_becomes_a_reasoning_item(respond: Server) -> None:

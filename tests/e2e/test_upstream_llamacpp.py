@@ -119,42 +119,42 @@ def test_structured_output_passes_through(front: Server) -> None:
         "required": ["city"],
         "additionalProperties": False,
     }
-    client = openai.OpenAI(base_url=front.base_url, api_key="none")
-    response = client.responses.create(
-        model=ALIAS,
-        input="Name a city in France as JSON.",
-        text={
-            "format": {
-                "type": "json_schema",
-                "name": "city",
-                "description": "a city",
-                "schema": schema,
-                "strict": True,
-            }
-        },
-        max_output_tokens=32,
-        temperature=0,
-    )
-    assert response.status == "completed", response.incomplete_details
-    data = json.loads(response.output_text)
-    assert isinstance(data["city"], str) and set(data) == {"city"}
+    with openai.OpenAI(base_url=front.base_url, api_key="none") as client:
+        response = client.responses.create(
+            model=ALIAS,
+            input="Name a city in France as JSON.",
+            text={
+                "format": {
+                    "type": "json_schema",
+                    "name": "city",
+                    "description": "a city",
+                    "schema": schema,
+                    "strict": True,
+                }
+            },
+            max_output_tokens=32,
+            temperature=0,
+        )
+        assert response.status == "completed", response.incomplete_details
+        data = json.loads(response.output_text)
+        assert isinstance(data["city"], str) and set(data) == {"city"}
 
 
 def test_chained_turns_are_stored_and_retrievable(front: Server) -> None:
-    client = openai.OpenAI(base_url=front.base_url, api_key="none")
-    first = client.responses.create(
-        model=ALIAS, input="My name is Ada.", max_output_tokens=8, temperature=0
-    )
-    second = client.responses.create(
-        model=ALIAS,
-        input="What is my name?",
-        previous_response_id=first.id,
-        max_output_tokens=8,
-        temperature=0,
-    )
-    assert second.previous_response_id == first.id
-    assert second.status in ("completed", "incomplete") and second.output_text
-    stored = client.responses.retrieve(second.id)
-    assert stored.output_text == second.output_text
-    items = client.responses.input_items.list(second.id)
-    assert [item.type for item in items.data] == ["message"]
+    with openai.OpenAI(base_url=front.base_url, api_key="none") as client:
+        first = client.responses.create(
+            model=ALIAS, input="My name is Ada.", max_output_tokens=8, temperature=0
+        )
+        second = client.responses.create(
+            model=ALIAS,
+            input="What is my name?",
+            previous_response_id=first.id,
+            max_output_tokens=8,
+            temperature=0,
+        )
+        assert second.previous_response_id == first.id
+        assert second.status in ("completed", "incomplete") and second.output_text
+        stored = client.responses.retrieve(second.id)
+        assert stored.output_text == second.output_text
+        items = client.responses.input_items.list(second.id)
+        assert [item.type for item in items.data] == ["message"]

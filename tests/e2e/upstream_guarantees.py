@@ -89,14 +89,15 @@ def assert_usage(usage: Any) -> None:
 
 
 def test_required_tool_choice_gives_a_call_with_valid_arguments(front: Server) -> None:
-    response = client(front).responses.create(
-        model=ALIAS,
-        input="What is the weather in Paris?",
-        tools=[WEATHER, TIME],
-        tool_choice="required",
-        max_output_tokens=64,
-        temperature=0,
-    )
+    with client(front) as sdk:
+        response = sdk.responses.create(
+            model=ALIAS,
+            input="What is the weather in Paris?",
+            tools=[WEATHER, TIME],
+            tool_choice="required",
+            max_output_tokens=64,
+            temperature=0,
+        )
     body = response.model_dump(mode="json")
     validate_response(body)
     assert response.status == "completed", response.incomplete_details
@@ -107,14 +108,15 @@ def test_required_tool_choice_gives_a_call_with_valid_arguments(front: Server) -
 
 
 def test_a_named_function_is_called(front: Server) -> None:
-    response = client(front).responses.create(
-        model=ALIAS,
-        input="What is the weather in Paris?",  # asks for the other tool on purpose
-        tools=[WEATHER, TIME],
-        tool_choice={"type": "function", "name": "get_time"},
-        max_output_tokens=64,
-        temperature=0,
-    )
+    with client(front) as sdk:
+        response = sdk.responses.create(
+            model=ALIAS,
+            input="What is the weather in Paris?",  # asks for the other tool on purpose
+            tools=[WEATHER, TIME],
+            tool_choice={"type": "function", "name": "get_time"},
+            max_output_tokens=64,
+            temperature=0,
+        )
     assert response.status == "completed", response.incomplete_details
     (call,) = [item for item in response.output if item.type == "function_call"]
     assert call.name == "get_time"
@@ -172,14 +174,15 @@ def test_a_forced_custom_call_is_decoded_under_its_grammar(
         "description": "Write it down.",
         "format": {"type": "grammar", "syntax": cast(Any, syntax), "definition": definition},
     }
-    response = client(front).responses.create(
-        model=ALIAS,
-        input="When is the meeting, and what is two plus two?",
-        tools=[tool],
-        tool_choice={"type": "custom", "name": "note"},
-        max_output_tokens=64,
-        temperature=0,
-    )
+    with client(front) as sdk:
+        response = sdk.responses.create(
+            model=ALIAS,
+            input="When is the meeting, and what is two plus two?",
+            tools=[tool],
+            tool_choice={"type": "custom", "name": "note"},
+            max_output_tokens=64,
+            temperature=0,
+        )
     assert response.status == "completed", response.incomplete_details
     (call,) = [item for item in response.output if item.type == "custom_tool_call"]
     assert call.name == "note" and matches(call.input), call.input
@@ -224,14 +227,15 @@ def test_usage_is_reported_json_and_streamed(front: Server) -> None:
     reply = post(front, {"input": "Say hello.", "max_output_tokens": 8})
     assert reply.status_code == 200, reply.text
     assert_usage(reply.json()["usage"])
-    stream = client(front).responses.create(
-        model=ALIAS, input="Say hello.", max_output_tokens=8, stream=True
-    )
-    ends = ("response.completed", "response.incomplete")
-    (terminal,) = [event for event in stream if event.type in ends]
-    # The type test above does not narrow the SDK's union of events.
-    finished = cast(ResponseCompletedEvent | ResponseIncompleteEvent, terminal)
-    assert_usage(finished.response.model_dump(mode="json")["usage"])
+    with client(front) as sdk:
+        stream = sdk.responses.create(
+            model=ALIAS, input="Say hello.", max_output_tokens=8, stream=True
+        )
+        ends = ("response.completed", "response.incomplete")
+        (terminal,) = [event for event in stream if event.type in ends]
+        # The type test above does not narrow the SDK's union of events.
+        finished = cast(ResponseCompletedEvent | ResponseIncompleteEvent, terminal)
+        assert_usage(finished.response.model_dump(mode="json")["usage"])
 
 
 def test_a_function_call_output_round_trip_is_accepted(front: Server) -> None:
@@ -294,8 +298,8 @@ def test_a_prompt_too_long_is_a_400_context_length_exceeded(front: Server) -> No
         "input",
         "invalid_request_error",
     )
-    with pytest.raises(openai.BadRequestError):
-        client(front).responses.create(model=ALIAS, **body)
+    with client(front) as sdk, pytest.raises(openai.BadRequestError):
+        sdk.responses.create(model=ALIAS, **body)
 
 
 def test_truncation_auto_fits_the_upstream_window(front: Server) -> None:
