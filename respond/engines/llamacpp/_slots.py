@@ -134,8 +134,7 @@ class Scheduler:
             # tokens, starts with its last prompt: compared as tokenized afresh, a reply the
             # model wrote in other tokens hid that the conversation was there.
             spell = self._spelling(job)
-            slot = _choose([s for s in self.slots if s.job is None], spell)
-            job.tokens = spell(slot)
+            slot = self._place(job, spell)
             # Saved before anything overwrites the slot, kept after a restore: the room it
             # needs is taken from entries other than the one restored.
             leaving = self._leaving(slot, job.tokens, worth)
@@ -152,6 +151,15 @@ class Scheduler:
             slot.prompt_len = len(job.tokens)
             job.slot = slot.seq
             self._advance(slot, job.start)
+
+    def _place(self, job: Job, spell: Callable[[Slot], list[int]]) -> Slot:
+        """The free slot for the job, its prompt set as that slot spells it (each free
+        slot's spelling is computed once, for the choice and for the prompt)."""
+        free = [s for s in self.slots if s.job is None]
+        spellings = {s.seq: spell(s) for s in free}
+        slot = _choose(free, lambda s: spellings[s.seq])
+        job.tokens = spellings[slot.seq]
+        return slot
 
     def _leaving(self, slot: Slot, tokens: list[int], worth: int) -> tuple[list[int], Any] | None:
         """The tokens and saved cells of what `slot` holds and this prompt would drop, when
