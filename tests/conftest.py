@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import openai
 import pytest
@@ -16,6 +18,15 @@ from tests.support.stores import PG_URL, pg_address
 
 # Nothing the suite reads may lie beside the checkout: a fresh clone has nothing there.
 sys.addaudithook(outside.record)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM (`timeout`, a CI runner giving up, kill) ends the session as Ctrl-C does:
+    # pytest unwinds, and pytest_sessionfinish stops every process the tests started.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _terminated)
 
 # Each suite is a folder; `pytest -m unit` runs the fast one alone.
 _SUITES = ("unit", "e2e", "clients")

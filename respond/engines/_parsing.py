@@ -126,6 +126,7 @@ class OutputParser:
         self._at_start = True  # nothing but whitespace emitted as text yet
         self._calls = 0  # calls read so far
         self._strip_text = False  # drop whitespace right after </think>
+        self._reasoned = False  # the current reasoning block's text has begun
         # With stop_at_call, the parser stops at the first call's markup and notes where
         # (an offset in the text fed so far): the engine then writes the call again from
         # that point under a grammar.
@@ -165,9 +166,9 @@ class OutputParser:
             self._call = None
         elif self._call is not None:
             out += self._finish_call()
-        if self._buffer:
+        if self._buffer.strip() or not self._at_start:
             out += self._text(self._buffer)
-            self._buffer = ""
+        self._buffer = ""
         return out
 
     @property
@@ -206,16 +207,23 @@ class OutputParser:
         return self._list_next_step(final)
 
     def _reasoning_step(self, final: bool) -> list[Delta]:
+        # The reasoning is the text without the whitespace around it (the template writes
+        # its own: `<think>\n` ... `\n</think>`), as formats/_markup.py's parser keeps it.
         buffer = self._buffer
         end = buffer.find(THINK_CLOSE)
         if end >= 0:
-            self._buffer = buffer[end + len(THINK_CLOSE) :]
+            ready, self._buffer = buffer[:end].rstrip(), buffer[end + len(THINK_CLOSE) :]
             self.in_reasoning = False
             self._strip_text = True
-            return [ReasoningDelta(buffer[:end])] if end else []
-        keep = 0 if final else _partial_suffix(buffer, (THINK_CLOSE,))
-        ready = buffer[: len(buffer) - keep]
-        self._buffer = buffer[len(ready) :]
+        else:
+            keep = 0 if final else _partial_suffix(buffer, (THINK_CLOSE,))
+            ready = buffer[: len(buffer) - keep]
+            if not final:
+                ready = ready.rstrip()  # held: the close may come next
+            self._buffer = buffer[len(ready) :]
+        if not self._reasoned:
+            ready = ready.lstrip()
+        self._reasoned = self.in_reasoning and (self._reasoned or bool(ready))
         return [ReasoningDelta(ready)] if ready else []
 
     def _markers(self) -> tuple[str, ...]:
@@ -249,7 +257,10 @@ class OutputParser:
         found = [(buffer.find(m), m) for m in markers if m in buffer]
         if found:
             at, marker = min(found)
-            out = self._text(buffer[:at])
+            # Whitespace before the first marker, with nothing said yet, is the template's
+            # (the "\n" some write before a turn's calls), not text of the model's.
+            said = buffer[:at]
+            out = self._text(said if said.strip() or not self._at_start else "")
             if marker != THINK_OPEN and self._halt(self.fed - len(buffer) + at):
                 return out
             self._buffer = buffer[at + len(marker) :]
@@ -260,6 +271,8 @@ class OutputParser:
             return out
         keep = 0 if final else _partial_suffix(buffer, markers)
         ready = buffer[: len(buffer) - keep]
+        if self._at_start and not ready.strip():
+            return []  # held: markup if a marker comes next (above), else the text's
         self._buffer = buffer[len(ready) :]
         return self._text(ready)
 

@@ -110,16 +110,12 @@ def _call(where: str, why: str) -> Stop:
 
 
 OPENED_THINK = "its generation prompt opens the reasoning block, which its history leaves out"
-GAP = "its history writes other whitespace around the calls than the model was made to write"
 STOPS: dict[str, Stop] = {
     # The first prompt ends with what the history does not hold.
     "Apriel-1.6-15b-Thinker-fixed": _prompt("Here are my reasoning steps:\n", OPENED_THINK),
     "CohereForAI-c4ai-command-r-plus-tool_use": _prompt(
         "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>Write 'Action:'",
         "its generation prompt adds a system turn asking for the action, which no history has",
-    ),
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": _prompt(
-        "<think>\n", "its history writes the turn's empty reasoning as <think></think>"
     ),
     "NVIDIA-Nemotron-Nano-v2": _prompt("<think>\n", OPENED_THINK),
     "Qwen-QwQ-32B": _prompt("<think>\n", OPENED_THINK),
@@ -138,35 +134,12 @@ STOPS: dict[str, Stop] = {
     "mistralai-Mistral-Nemo-Instruct-2407": _prompt(
         INSTRUCTIONS, "its template shows the system message only with a last user message"
     ),
-    # The history holds the first prompt, then writes `where`, which the model did not.
-    "Bielik-11B-v3.0-Instruct": _call("\n<tool_call>", GAP),
-    "Reka-Edge": _call(" <tool_call>", GAP),
-    "llama-cpp-rwkv-world": _call(" <tool_call>", GAP),  # the fallback prompt's calls
-    "unsloth-Apriel-1.5": _call("\n<tool_calls>", GAP),
-    "poolside-Laguna-XS-2.1": _call("\n<tool_call>", GAP),
-    "poolside-Laguna-XS.2": _call("\n<tool_call>", GAP),
-    "deepseek-ai-DeepSeek-V4": _call("\n\n<\uff5cDSML\uff5ctool_calls>", GAP),
-    "deepseek-ai-DeepSeek-V4-Flash-0731": _call("\n\n<\uff5cDSML\uff5ctool_calls>", GAP),
-    "Spark2.5": _call("</think><tool_call>", GAP),
-    "inclusionai-ling-3.0-flash": _call("</think><tool_call>", GAP),
-    "poolside-Laguna-S-2.1": _call("</think><tool_call>", GAP),
-    "StepFun3.5-Flash": _call("\n</think>\n<tool_call>", GAP),
-    "Qwen3.5-4B": _call("\n</think>\n\n<tool_call>", GAP),
-    "MiniMax-M2": _call("\n</think>\n\n\n<minimax:tool_call>", GAP),
-    "GLM-4.6": _call(
-        "\n<think></think>\n<tool_call>", "its history writes an empty reasoning block first"
-    ),
-    "Kimi-K2-Thinking": _call(
-        "<think></think><|tool_calls_section_begin|>",
-        "its history writes an empty reasoning block first",
-    ),
 }
 # Two calls where one call alone is held as written.
+ONE_ID = "the model wrote one id for both calls: the second got one of respond's"
 PARALLEL_STOPS = {
-    "upstage-Solar-Open-100B": _call(
-        "<|tool_call:begin|>call_",
-        "the model wrote one id for both calls: the second got one of respond's",
-    ),
+    "upstage-Solar-Open-100B": _call("<|tool_call:begin|>call_", ONE_ID),
+    "unsloth-Apriel-1.5": _call('}, "id": "call_', ONE_ID),
 }
 # Templates whose prompt opens a reasoning block when reasoning.effort asks for thinking:
 # what the model writes first is reasoning, a reasoning item. Exact, as STOPS.
@@ -282,7 +255,10 @@ def post(server: Server, body: dict[str, Any]) -> dict[str, Any]:
 
 def records(server: Server) -> list[dict[str, Any]]:
     """The server's JSON log records (the ready banner, printed as text, is left out)."""
-    lines = server.log().splitlines()
+    text = server.log()
+    lines = text.splitlines()
+    if not text.endswith("\n"):
+        lines = lines[:-1]  # a record the server is still writing
     return [json.loads(line) for line in lines if line.startswith("{")]
 
 

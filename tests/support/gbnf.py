@@ -34,30 +34,23 @@ def compiles(vocab: Any, grammar: str) -> bool:
 
 
 def accepts(vocab: Any, grammar: str, text: str) -> bool:
-    """Whether llama.cpp's grammar sampler lets `text` through, then lets the output end.
-
-    Fed one character at a time (each is a token of the bundled vocabulary); a character
-    the grammar forbids gets a logit of -inf from the sampler."""
+    """Whether llama.cpp's grammar sampler lets `text` through, as the bundled model's
+    tokens (markup as plain text), then lets the output end; a token the grammar forbids
+    gets a logit of -inf from the sampler."""
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
     assert sampler, grammar
+    raw = text.encode()
+    buffer = (llama_cpp.llama_token * (len(raw) + 8))()
+    count = llama_cpp.llama_tokenize(vocab, raw, len(raw), buffer, len(raw) + 8, False, False)
+    assert count > 0 or not text
     try:
-        for char in text:
-            token = _single_token(vocab, char)
+        for token in buffer[:count]:
             if not _allowed(sampler, token):
                 return False
             llama_cpp.llama_sampler_accept(sampler, token)
         return _allowed(sampler, llama_cpp.llama_vocab_eos(vocab))
     finally:
         llama_cpp.llama_sampler_free(sampler)
-
-
-def _single_token(vocab: Any, char: str) -> int:
-    buffer = (llama_cpp.llama_token * 4)()
-    count = llama_cpp.llama_tokenize(
-        vocab, char.encode(), len(char.encode()), buffer, 4, False, False
-    )
-    assert count == 1, char
-    return int(buffer[0])
 
 
 def _allowed(sampler: Any, token: int) -> bool:

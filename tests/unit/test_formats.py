@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import llama_cpp
 import pytest
 
 from respond.engines import _base as d
@@ -30,6 +29,7 @@ from respond.engines.formats import (
 )
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 from respond.engines.llamacpp._template import ChatTemplate
+from tests.support.gbnf import accepts, bundled_vocab
 from tests.support.templates import template_dir
 
 # Template (file stem) -> the format its rendering of a probe call shows.
@@ -302,43 +302,7 @@ def test_without_tools_call_markup_is_text(fmt: ChatFormat) -> None:
 
 @pytest.fixture(scope="module")
 def vocab() -> Iterator[Any]:
-    from respond.engines.llamacpp import bundled_model_path
-
-    llama_cpp.llama_backend_init()
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    model = llama_cpp.llama_model_load_from_file(str(bundled_model_path()).encode(), params)
-    assert model
-    yield llama_cpp.llama_model_get_vocab(model)
-    llama_cpp.llama_model_free(model)
-
-
-def accepts(vocab: Any, grammar: str, text: str) -> bool:
-    """Whether llama.cpp's grammar sampler lets `text` through (as the bundled model's
-    tokens), then lets the output end."""
-    import ctypes
-
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-    assert sampler, grammar
-    raw = text.encode()
-    buffer = (llama_cpp.llama_token * (len(raw) + 8))()
-    count = llama_cpp.llama_tokenize(vocab, raw, len(raw), buffer, len(raw) + 8, False, False)
-    assert count > 0
-
-    def allowed(token: int) -> bool:
-        data = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
-        candidates = llama_cpp.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
-        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(candidates))
-        return bool(data[0].logit != float("-inf"))
-
-    try:
-        for token in buffer[:count]:
-            if not allowed(token):
-                return False
-            llama_cpp.llama_sampler_accept(sampler, token)
-        return allowed(llama_cpp.llama_vocab_eos(vocab))
-    finally:
-        llama_cpp.llama_sampler_free(sampler)
+    yield from bundled_vocab()
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)

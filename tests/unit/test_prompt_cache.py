@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import random
 
+from respond.engines._base import ChatMessage, ChatTurn
+from respond.engines.formats import HERMES, Chosen
 from respond.engines.llamacpp._cache import PromptCache
+from respond.engines.llamacpp._prompt import render_prompt
 from respond.engines.llamacpp._slot import common_prefix
+from respond.engines.llamacpp._template import ChatTemplate
+from tests.support.templates import template_dir
 
 SYSTEM = list(range(1000, 1040))  # a system prompt every conversation shares
 
@@ -108,3 +113,27 @@ def test_common_prefix_agrees_with_a_token_by_token_walk() -> None:
         while walked < min(len(a), len(b)) and a[walked] == b[walked]:
             walked += 1
         assert common_prefix(a, b) == walked == common_prefix(b, a)
+
+
+def test_an_entry_saved_before_a_template_change_spares_only_the_tokens_it_shares() -> None:
+    """An entry's tokens are what its cells hold: after the template changes (a model
+    served again with --chat-template-file), a conversation saved under the old one is
+    found for the prompt the new one renders only as far as their tokens agree."""
+    turn = ChatTurn(
+        model="m",
+        messages=[ChatMessage("system", "You help travellers."), ChatMessage("user", "Rain?")],
+    )
+    chosen = Chosen(HERMES, None, "rendered probe")
+    old, new = (
+        render_prompt(
+            ChatTemplate((template_dir() / f"{stem}.jinja").read_text()), turn, chosen=chosen
+        )
+        for stem in ("Qwen-Qwen2.5-7B-Instruct", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use")
+    )
+    # Both ChatML; Hermes 3 puts its own system turn first ("You are a function calling").
+    agreed = len("<|im_start|>system\nYou ")
+    assert old[:agreed] == new[:agreed] and old[agreed] != new[agreed]
+    cache = PromptCache(limit=1000)
+    cache.keep([ord(c) for c in old], "cells", 10)  # a token a character
+    found = cache.find([ord(c) for c in new])
+    assert found is not None and found[1] == agreed

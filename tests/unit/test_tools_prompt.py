@@ -19,9 +19,8 @@ from respond.engines.formats import Chosen, ProbeCall, choose_format, format_nam
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 from respond.engines.llamacpp._prompt import render_prompt
 from respond.engines.llamacpp._template import EXAMPLE_CALL, ChatTemplate
-from tests.support.gbnf import bundled_vocab
+from tests.support.gbnf import accepts, bundled_vocab
 from tests.support.templates import template_dir
-from tests.unit.test_formats import accepts  # the text as the model's tokens, not one a character
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [FunctionSpec("get_weather", "The weather in a city.", SCHEMA)]

@@ -13,6 +13,7 @@ from respond.engines.formats._base import (
     ToolSchemas,
 )
 from respond.engines.formats._detect import (
+    PROBE,
     Chosen,
     choose_format,
     effort_variables,
@@ -25,6 +26,7 @@ from respond.engines.formats._json import HERMES
 __all__ = [
     "FORMATS",
     "HERMES",
+    "PROBE",
     "THINK_TAGS",
     "ChatFormat",
     "Chosen",

@@ -20,7 +20,7 @@ from typing import Any
 from respond.engines.formats._base import THINK_TAGS, ChatFormat, ProbeCall, Think
 from respond.engines.formats._families import FORMATS, THINKS
 
-__all__ = ["Chosen", "choose_format", "effort_variables", "format_named", "probe_messages"]
+__all__ = ["PROBE", "Chosen", "choose_format", "effort_variables", "format_named", "probe_messages"]
 
 log = logging.getLogger("respond.engine")
 

@@ -361,6 +361,8 @@ class MarkupParser:
         self._string = False  # the current parameter's value is a string
         self._value = ""  # a non-string parameter value, until it closes
         self._strip = False  # drop whitespace before the next text
+        self._spoke = False  # text other than whitespace is out
+        self._reasoned = False  # the current reasoning block's text has begun
         self._written_id = ""  # the id the model wrote before the call's arguments
         # The current call's arguments while its id (written after them) is not yet read.
         self._held: list[str] | None = None
@@ -417,17 +419,25 @@ class MarkupParser:
         return getattr(self, f"_on_{self._state}")(final)  # type: ignore[no-any-return]
 
     def _reasoning(self, final: bool) -> list[Delta]:
+        # The reasoning is the text without the whitespace around it: templates write
+        # their own there (`<think>\n` ... `\n</think>`), and the grammar of a forced
+        # call has the model write theirs (so the history renders the turn as written).
         assert self._think is not None
         close = self._think.close
         at = self._buffer.find(close)
         if at >= 0:
-            text, self._buffer = self._buffer[:at], self._buffer[at + len(close) :]
+            ready, self._buffer = self._buffer[:at].rstrip(), self._buffer[at + len(close) :]
             self.in_reasoning = False
             self._strip = True
-            return [ReasoningDelta(text)] if text else []
-        keep = 0 if final else _partial_suffix(self._buffer, (close,))
-        ready = self._buffer[: len(self._buffer) - keep]
-        self._buffer = self._buffer[len(ready) :]
+        else:
+            keep = 0 if final else _partial_suffix(self._buffer, (close,))
+            ready = self._buffer[: len(self._buffer) - keep]
+            if not final:
+                ready = ready.rstrip()  # held: the close may come next
+            self._buffer = self._buffer[len(ready) :]
+        if not self._reasoned:
+            ready = ready.lstrip()
+        self._reasoned = self.in_reasoning and (self._reasoned or bool(ready))
         return [ReasoningDelta(ready)] if ready else []
 
     def _on_text(self, final: bool) -> list[Delta]:
@@ -445,6 +455,8 @@ class MarkupParser:
         if not found:
             keep = 0 if final else _partial_suffix(buffer, tuple(markers))
             ready = buffer[: len(buffer) - keep]
+            if not self._spoke and not ready.strip():
+                return []  # held: markup if a marker comes next (below), else the text's
             self._buffer = buffer[len(ready) :]
             return self._text(ready)
         at, marker = min(found, key=lambda f: (f[0], -len(f[1])))  # the longest of the first
@@ -453,7 +465,10 @@ class MarkupParser:
         ):
             self._buffer = buffer[at:]  # maybe the start of a longer marker: wait for it
             return self._text(buffer[:at])
-        out = self._text(buffer[:at])
+        # Whitespace before the first marker, with nothing said yet, is the template's
+        # (the "\n" some write before a turn's calls), not text of the model's.
+        said = buffer[:at]
+        out = self._text(said if said.strip() or self._spoke else "")
         if marker in triggers:
             if self.stop_at_call:
                 self.halted_at = self.fed - len(buffer) + at
@@ -704,6 +719,7 @@ class MarkupParser:
         return False
 
     def _text(self, text: str) -> list[Delta]:
+        self._spoke = self._spoke or bool(text.strip())
         return [TextDelta(text)] if text else []
 
 

@@ -15,16 +15,26 @@ enforce: such a function's arguments fall back to any JSON object (and the log s
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from respond._ids import new_id
-from respond.engines._base import ChatTurn, FunctionSpec
+from respond.engines._base import (
+    ChatTurn,
+    FunctionSpec,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallStart,
+)
 from respond.engines._tools import visible_tools
-from respond.engines.formats import THINK_TAGS, ChatFormat, StreamParser, Think
+from respond.engines.formats import PROBE, THINK_TAGS, ChatFormat, StreamParser, Think
 from respond.engines.llamacpp._grammar import (
+    REASONING_PROBE,
+    CallLead,
     CallSpec,
     input_schema,
     output_grammar,
@@ -72,6 +82,7 @@ class DecodingPlan:
     # The functions the model may call; None: no tools, so call markup is just text.
     tools: Mapping[str, Mapping[str, Any] | None] | None = None
     new_call_id: Callable[[], str] = lambda: new_id("call")
+    lead: CallLead | None = None  # what `grammar` writes before the calls (None: nothing)
 
     @property
     def thinking(self) -> bool:
@@ -88,17 +99,29 @@ class DecodingPlan:
 
 
 def plan_decoding(
-    turn: ChatTurn, chat_format: ChatFormat, think_markup: Think | None, prompt_tail: str
+    turn: ChatTurn,
+    chat_format: ChatFormat,
+    think_markup: Think | None,
+    prompt_tail: str,
+    lead: CallLead | None = None,
 ) -> DecodingPlan:
+    """The turn's plan; `lead`, what the template writes before the turn's calls, is
+    followed by the grammar of forced calls where the parser reads it as markup."""
     tools = visible_tools(turn)
     think = think_markup if turn.reasoning_effort != "none" else None
     # Templates such as DeepSeek-R1's open the reasoning block in the prompt itself; others
     # (Command R7B, Gemma 4, Qwen3 without thinking) close an empty one there: the answer
     # or the calls come next, and a grammar that let the model open another block would
-    # write what no history of the turn holds.
+    # write what no history of the turn holds. (Closed means opened too: Harmony's close,
+    # `<|end|><|start|>assistant`, is also how any prompt of its ends.)
     tail = prompt_tail.rstrip()
     inside = think is not None and tail.endswith(think.open.rstrip())
-    closed = think is not None and not inside and tail.endswith(think.close.rstrip())
+    closed = (
+        think is not None
+        and not inside
+        and tail.endswith(think.close.rstrip())
+        and think.open.strip() in tail
+    )
     mode: ThinkMode = "inside" if inside else "open" if think and not closed else None
     calls = [CallSpec(t.name, arguments_schema(t)) for t in tools]
     max_calls = 1 if not turn.parallel_tool_calls else turn.max_tool_calls
@@ -109,7 +132,10 @@ def plan_decoding(
     if turn.max_output_tokens is not None:
         think_limit = max(0, min(think_limit, turn.max_output_tokens // 2))
 
-    def build(*, with_calls: bool, with_json: bool, think_: ThinkMode) -> str:
+    if lead is not None:
+        lead = _readable(lead, chat_format, think, inside, reasons=mode is not None)
+
+    def build(*, with_calls: bool, with_json: bool, think_: ThinkMode, led: bool = True) -> str:
         return output_grammar(
             chat_format=chat_format,
             calls=calls if with_calls else (),
@@ -119,6 +145,7 @@ def plan_decoding(
             think=think_,
             think_markup=think or THINK_TAGS,
             think_limit=think_limit if with_calls and think_ else None,
+            lead=lead if led else None,
         )
 
     grammar: str | None = None
@@ -128,7 +155,8 @@ def plan_decoding(
     elif json_output:
         grammar = build(with_calls=bool(tools), with_json=True, think_=mode)
     elif tools:
-        call_grammar = build(with_calls=True, with_json=False, think_=None)
+        # After a rewind: the model wrote what comes before the call itself.
+        call_grammar = build(with_calls=True, with_json=False, think_=None, led=False)
     return DecodingPlan(
         chat_format=chat_format,
         grammar=grammar,
@@ -136,4 +164,45 @@ def plan_decoding(
         think=think,
         starts_in_reasoning=inside,
         tools={call.name: call.schema for call in calls} if tools else None,
+        lead=lead if grammar is not None and calls else None,
+    )
+
+
+def _readable(
+    lead: CallLead, fmt: ChatFormat, think: Think | None, inside: bool, *, reasons: bool
+) -> CallLead | None:
+    """`lead` as far as the turn's parser reads it as markup: the probe call after it and
+    nothing else (in `around`, the reasoning probe without the whitespace around it);
+    `around` only where the turn may reason."""
+    bare = lead.bare
+    if bare is not None and not _reads_as(fmt, think, inside, bare, ""):
+        bare = None
+    around = lead.around if think is not None and reasons else None
+    if around is not None and not _reads_as(
+        fmt, think, inside, REASONING_PROBE.join(around), REASONING_PROBE
+    ):
+        around = None
+    return None if bare is None and around is None else CallLead(bare, around)
+
+
+def _reads_as(
+    fmt: ChatFormat, think: Think | None, inside: bool, lead: str, reasoning: str
+) -> bool:
+    parser = fmt.parser(
+        tools={PROBE.name: None},
+        think=think,
+        in_reasoning=inside,
+        new_call_id=lambda: "call00000",
+        stop_at_call=False,
+    )
+    deltas = parser.feed(lead + fmt.render([PROBE])) + parser.close()
+    text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+    thought = "".join(d.text for d in deltas if isinstance(d, ReasoningDelta))
+    names = [d.name for d in deltas if isinstance(d, ToolCallStart)]
+    arguments = "".join(d.arguments for d in deltas if isinstance(d, ToolCallArgumentsDelta))
+    return (
+        not text
+        and thought == reasoning
+        and names == [PROBE.name]
+        and json.loads(arguments or "null") == dict(PROBE.arguments)
     )

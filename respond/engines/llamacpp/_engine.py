@@ -32,15 +32,16 @@ from respond.engines._base import (
     UnsupportedSchemaError,
     not_ready,
 )
+from respond.engines._tools import visible_tools
 from respond.engines.formats import HERMES, ChatFormat, Chosen, choose_format
 from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
-from respond.engines.llamacpp._grammar import unsupported_keyword
+from respond.engines.llamacpp._grammar import CallLead, unsupported_keyword
 from respond.engines.llamacpp._job import Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import CpuWork
 from respond.engines.llamacpp._prepare import checked_plan
-from respond.engines.llamacpp._prompt import render_prompt
+from respond.engines.llamacpp._prompt import call_lead, render_prompt
 from respond.engines.llamacpp._slots import Scheduler
 from respond.engines.llamacpp._template import ChatTemplate
 from respond.engines.llamacpp._tokens import SpecialSplitter
@@ -255,13 +256,21 @@ class LlamaCppEngine(Engine):
         think = self._chosen.think
 
         def plan() -> DecodingPlan:
-            return checked_plan(turn, self.chat_format, think, self._tail(turn), vocab)
+            tail, lead = self._prompt_shape(turn)
+            return checked_plan(turn, self.chat_format, think, tail, vocab, lead)
 
         turn.prepared = await self._cpu.run(plan)
 
-    def _tail(self, turn: ChatTurn) -> str:
-        # Whether the prompt opens a reasoning block matters only to templates that think.
-        return self.render(turn)[-64:] if self._chosen.think else ""
+    def _prompt_shape(self, turn: ChatTurn) -> tuple[str, CallLead | None]:
+        """What the decoding plan reads off the prompt: its end (does it open a reasoning
+        block?) and, for a grammar that writes calls from the output's start (tool_choice
+        "required", a JSON format with tools), what the template writes before them."""
+        prompt = self.render(turn)
+        forcing = turn.tool_choice.mode == "required" or turn.json_schema is not None
+        if not visible_tools(turn) or not (forcing or turn.json_object):
+            return prompt[-64:], None
+        assert self._template is not None
+        return prompt[-64:], call_lead(self._template, turn, chosen=self._chosen, prompt=prompt)
 
     def _admit(self) -> None:
         scheduler = self._scheduler
@@ -305,8 +314,10 @@ class LlamaCppEngine(Engine):
             raise ContextOverflowError(len(tokens), self.n_ctx)
         plan = turn.prepared
         if not isinstance(plan, DecodingPlan):  # stream() called without prepare()
-            think, tail = self._chosen.think, self._tail(turn)
-            plan = await self._cpu.run(lambda: plan_decoding(turn, self.chat_format, think, tail))
+            think = self._chosen.think
+            plan = await self._cpu.run(
+                lambda: plan_decoding(turn, self.chat_format, think, *self._prompt_shape(turn))
+            )
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Delta | BaseException | None] = asyncio.Queue()
 

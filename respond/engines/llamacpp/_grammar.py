@@ -22,6 +22,8 @@ from respond.engines.llamacpp._numbers import NUMERIC_KEYWORDS, numeric_problem,
 from respond.protocol.limits import Limits
 
 __all__ = [
+    "REASONING_PROBE",
+    "CallLead",
     "CallSpec",
     "input_schema",
     "output_grammar",
@@ -156,6 +158,22 @@ class CallSpec:
     schema: Mapping[str, Any] | None
 
 
+# The reasoning text of the probe turn call_lead renders: a word no template writes itself.
+REASONING_PROBE = "Reasoning0probe"
+
+
+@dataclass(frozen=True)
+class CallLead:
+    """What the template's history writes between a turn's prompt and its calls, read off
+    the template (engines/llamacpp/_prompt.py's call_lead): `bare` for a turn of calls
+    alone; `around`, before and after the reasoning text of a turn that reasons first.
+    None where the history does not hold such a turn after the prompt (a template that
+    drops an empty reasoning block the prompt opened; one that shows no reasoning)."""
+
+    bare: str | None
+    around: tuple[str, str] | None = None
+
+
 def output_grammar(
     *,
     chat_format: ChatFormat = HERMES,
@@ -166,35 +184,66 @@ def output_grammar(
     think: Literal["open", "inside"] | None = None,
     think_markup: Think = THINK_TAGS,
     think_limit: int | None = None,
+    lead: CallLead | None = None,
 ) -> str:
     """A grammar for the whole output: tool calls written in `chat_format` (1..max_calls
     of `calls`), or one JSON value (`schema`'s, any object when None) when `json_output`,
     or either. `think`: "open" allows a free reasoning block first; "inside" means the
     prompt opened it, so free text up to its close comes first. `think_limit` bounds that
     text (in characters, none of them the first of the close marker), so that a model that
-    would reason on and on must still come to what the grammar forces.
+    would reason on and on must still come to what the grammar forces. With `lead`, the
+    calls come after exactly what the template's history writes before them, and the
+    reasoning before them only where and as the history writes it.
     """
     kit = _Kit()
-    choices = []
+    block = None if think is None else _think_block(kit, think, think_markup, think_limit)
+    before = "" if block is None else f"( {block} )?" if think == "open" else block
+    paths = []
     if calls:
         pairs = [(call.name, call.schema) for call in calls]
-        choices.append(chat_format.grammar(kit, pairs, max_calls))
+        written = chat_format.grammar(kit, pairs, max_calls)
+        if lead is None:
+            paths.append(_after(before, written))
+        else:
+            written = kit.rule("lead-calls", written)
+            if lead.bare is not None:
+                paths.append(f"{kit.lit(lead.bare)} {written}")
+            # Reasoning only as the history writes it: where it shows none in such a turn,
+            # the turn has none (the next prompt would not hold it, nor the model see it).
+            if lead.around is not None and think is not None and think_limit is not None:
+                text = _reasoning_text(kit, think_markup, think_limit)
+                pre, post = (kit.lit(part) for part in lead.around)
+                paths.append(f"{pre} {text} {post} {written}")
     if json_output:
-        choices.append(kit.json_value(schema, "out"))
-    assert choices, "a grammar needs calls or a JSON output"
-    body = " | ".join(f"( {choice} )" for choice in choices)
-    if think is not None:
-        if think_limit is None:
-            text = kit.text_until(think_markup.close, "think")
-        else:
-            first = _class_char(think_markup.close[0])
-            text = kit.rule("think", f"[^{first}]{{0,{think_limit}}}")
-        block = f"{text} {kit.lit(think_markup.close)} {think_markup.gap}"
-        if think == "open":
-            body = f"( {kit.lit(think_markup.open)} {block} )? ( {body} )"
-        else:
-            body = f"{block} ( {body} )"
-    return kit.finish(body)
+        paths.append(_after(before, kit.json_value(schema, "out")))
+    assert paths, "a grammar needs calls or a JSON output"
+    return kit.finish(" | ".join(f"( {path} )" for path in paths))
+
+
+def _after(before: str, body: str) -> str:
+    return f"{before} ( {body} )" if before else body
+
+
+def _think_block(kit: _Kit, think: str, markup: Think, limit: int | None) -> str:
+    """A reasoning block: its open marker (unless the prompt opened it), the text, the
+    close marker and the gap after it."""
+    if limit is None:
+        text = kit.text_until(markup.close, "think")
+    else:
+        text = kit.rule("think", f"[^{_class_char(markup.close[0])}]{{0,{limit}}}")
+    block = f"{text} {kit.lit(markup.close)} {markup.gap}"
+    return f"{kit.lit(markup.open)} {block}" if think == "open" else block
+
+
+def _reasoning_text(kit: _Kit, markup: Think, limit: int) -> str:
+    """Reasoning as the parser keeps it: no whitespace at either end (the template writes
+    its own there), at most `limit` characters, none the first one of the close marker."""
+    if limit < 1:
+        return '""'
+    others = _class_char(markup.close[0])
+    edge = kit.rule("reason-edge", f"[^ \\t\\n\\r{others}]")
+    inner = f"[^{others}]{{0,{max(0, limit - 2)}}}"
+    return kit.rule("reason", f"{edge} ( {inner} {edge} )?")
 
 
 _JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u00" [01] [0-9a-f])'

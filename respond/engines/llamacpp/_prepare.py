@@ -17,7 +17,7 @@ from respond.engines._base import ChatTurn, ConstraintError
 from respond.engines._tools import visible_tools
 from respond.engines.formats import ChatFormat, Think
 from respond.engines.llamacpp._decoding import DecodingPlan, arguments_schema, plan_decoding
-from respond.engines.llamacpp._grammar import CallSpec, output_grammar
+from respond.engines.llamacpp._grammar import CallLead, CallSpec, output_grammar
 from respond.engines.llamacpp._native import on_big_stack
 from respond.protocol.limits import Limits
 
@@ -27,12 +27,17 @@ MAX_GRAMMAR_BYTES = Limits.grammar_bytes
 
 
 def checked_plan(
-    turn: ChatTurn, chat_format: ChatFormat, think: Think | None, prompt_tail: str, vocab: Any
+    turn: ChatTurn,
+    chat_format: ChatFormat,
+    think: Think | None,
+    prompt_tail: str,
+    vocab: Any,
+    lead: CallLead | None = None,
 ) -> DecodingPlan:
     """The turn's decoding plan, each grammar in it known to parse; else ConstraintError
     naming the schema that is at fault (blocking: call it from a worker)."""
     try:
-        plan = plan_decoding(turn, chat_format, think, prompt_tail)
+        plan = plan_decoding(turn, chat_format, think, prompt_tail, lead)
         grammars = [g for g in (plan.grammar, plan.call_grammar) if g is not None]
         problems = [_grammar_problem(grammar, vocab) for grammar in grammars]
     except Exception as exc:  # the converter reports what it cannot convert by any exception
