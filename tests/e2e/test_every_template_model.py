@@ -36,7 +36,7 @@ import httpx
 import openai
 import pytest
 
-from respond.engines.formats import FORMATS, ChatFormat
+from respond.engines.formats import FORMATS, HERMES, ChatFormat, ProbeCall
 from tests.support.gguf_copies import with_template
 from tests.support.server import Server, start_server
 from tests.support.templates import template_dir, template_paths
@@ -294,6 +294,16 @@ def format_of(described: str) -> ChatFormat | None:
     return max(named, key=lambda f: len(f.label), default=None)
 
 
+def calls_text(server: Server, stem: str, response: dict[str, Any]) -> str:
+    """The text of the response's calls as its model's format writes them."""
+    fmt = format_of(chat_format(server, stem)) or HERMES
+    calls = [
+        ProbeCall(call["name"], json.loads(call["arguments"]), call["call_id"])
+        for call in calls_of(response)
+    ]
+    return fmt.render(calls)
+
+
 def calls_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in response["output"] if item["type"] == "function_call"]
 
@@ -390,6 +400,9 @@ def check_the_round_trip(
         assert prompt + written - 1 <= reused <= prompt + written, seen
     elif stop.in_prompt:  # in the first prompt, from its last `stop.where` on
         assert before.rindex(stop.where) <= parts < len(before) and reused < prompt, seen
+        # The calls themselves are in the history as the model wrote them.
+        written = calls_text(server, stem, first)
+        assert written in wrote and written in history[before.rindex(stop.where) :], seen
     else:  # in the text the model wrote, inside the `stop.where` the history writes there
         start = history.rfind(stop.where, 0, parts + len(stop.where))
         assert len(before) <= parts < len(before + wrote), seen
