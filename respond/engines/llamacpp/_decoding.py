@@ -41,7 +41,7 @@ from respond.engines.llamacpp._grammar import (
     unsupported_keyword,
 )
 
-__all__ = ["DecodingPlan", "arguments_schema", "plan_decoding"]
+__all__ = ["DecodingPlan", "arguments_schema", "calls_from_start", "plan_decoding"]
 
 log = logging.getLogger("respond.engine")
 
@@ -96,6 +96,13 @@ class DecodingPlan:
             new_call_id=self.new_call_id,
             stop_at_call=stop_at_call,
         )
+
+
+def calls_from_start(turn: ChatTurn) -> bool:
+    """Whether the turn's grammar may write calls from the output's first token (tool_choice
+    "required", or a JSON format with tools): the grammar that follows a CallLead."""
+    json_output = turn.json_schema is not None or turn.json_object
+    return bool(visible_tools(turn)) and (turn.tool_choice.mode == "required" or json_output)
 
 
 def plan_decoding(
@@ -164,7 +171,7 @@ def plan_decoding(
         think=think,
         starts_in_reasoning=inside,
         tools={call.name: call.schema for call in calls} if tools else None,
-        lead=lead if grammar is not None and calls else None,
+        lead=lead if calls_from_start(turn) else None,
     )
 
 

@@ -32,10 +32,9 @@ from respond.engines._base import (
     UnsupportedSchemaError,
     not_ready,
 )
-from respond.engines._tools import visible_tools
 from respond.engines.formats import HERMES, ChatFormat, Chosen, choose_format
 from respond.engines.llamacpp._cache import PromptCache
-from respond.engines.llamacpp._decoding import DecodingPlan, plan_decoding
+from respond.engines.llamacpp._decoding import DecodingPlan, calls_from_start, plan_decoding
 from respond.engines.llamacpp._grammar import CallLead, unsupported_keyword
 from respond.engines.llamacpp._job import Job
 from respond.engines.llamacpp._model import NativeModel
@@ -265,12 +264,13 @@ class LlamaCppEngine(Engine):
         """What the decoding plan reads off the prompt: its end (does it open a reasoning
         block?) and, for a grammar that writes calls from the output's start (tool_choice
         "required", a JSON format with tools), what the template writes before them."""
+        led = calls_from_start(turn)
+        if not led and self._chosen.think is None:
+            return "", None  # nothing reads the prompt: no render for it
         prompt = self.render(turn)
-        forcing = turn.tool_choice.mode == "required" or turn.json_schema is not None
-        if not visible_tools(turn) or not (forcing or turn.json_object):
-            return prompt[-64:], None
         assert self._template is not None
-        return prompt[-64:], call_lead(self._template, turn, chosen=self._chosen, prompt=prompt)
+        lead = call_lead(self._template, turn, chosen=self._chosen, prompt=prompt) if led else None
+        return prompt[-64:], lead
 
     def _admit(self) -> None:
         scheduler = self._scheduler
