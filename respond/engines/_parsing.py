@@ -39,7 +39,7 @@ from respond.engines._base import (
     ToolCallStart,
 )
 
-__all__ = ["Dialect", "JsonScanner", "OutputParser"]
+__all__ = ["Dialect", "JsonScanner", "OutputParser", "partial_suffix", "reasoning_step"]
 
 Dialect = Literal["hermes", "mistral", "llama3"]
 
@@ -207,23 +207,13 @@ class OutputParser:
         return self._list_next_step(final)
 
     def _reasoning_step(self, final: bool) -> list[Delta]:
-        # The reasoning is the text without the whitespace around it (the template writes
-        # its own: `<think>\n` ... `\n</think>`), as formats/_markup.py's parser keeps it.
-        buffer = self._buffer
-        end = buffer.find(THINK_CLOSE)
-        if end >= 0:
-            ready, self._buffer = buffer[:end].rstrip(), buffer[end + len(THINK_CLOSE) :]
+        ready, self._buffer, closed = reasoning_step(
+            self._buffer, THINK_CLOSE, final=final, begun=self._reasoned
+        )
+        if closed:
             self.in_reasoning = False
             self._strip_text = True
-        else:
-            keep = 0 if final else _partial_suffix(buffer, (THINK_CLOSE,))
-            ready = buffer[: len(buffer) - keep]
-            if not final:
-                ready = ready.rstrip()  # held: the close may come next
-            self._buffer = buffer[len(ready) :]
-        if not self._reasoned:
-            ready = ready.lstrip()
-        self._reasoned = self.in_reasoning and (self._reasoned or bool(ready))
+        self._reasoned = not closed and (self._reasoned or bool(ready))
         return [ReasoningDelta(ready)] if ready else []
 
     def _markers(self) -> tuple[str, ...]:
@@ -269,7 +259,7 @@ class OutputParser:
             else:
                 self._state = "call" if marker == PYTHON_TAG else "call_open"
             return out
-        keep = 0 if final else _partial_suffix(buffer, markers)
+        keep = 0 if final else partial_suffix(buffer, markers)
         ready = buffer[: len(buffer) - keep]
         if self._at_start and not ready.strip():
             return []  # held: markup if a marker comes next (above), else the text's
@@ -432,7 +422,24 @@ class OutputParser:
         return [TextDelta(text)]
 
 
-def _partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
+def reasoning_step(buffer: str, close: str, *, final: bool, begun: bool) -> tuple[str, str, bool]:
+    """Reasoning read off `buffer` up to `close`: (what is ready to emit, the buffer left,
+    whether `close` was read). The reasoning is kept without the whitespace around it: the
+    templates write their own there (`<think>\n` ... `\n</think>`), and a forced call's
+    grammar has the model write theirs. `begun`: some of this block's reasoning is out."""
+    at = buffer.find(close)
+    if at >= 0:
+        ready, rest, closed = buffer[:at].rstrip(), buffer[at + len(close) :], True
+    else:
+        keep = 0 if final else partial_suffix(buffer, (close,))
+        ready = buffer[: len(buffer) - keep]
+        if not final:
+            ready = ready.rstrip()  # held: the close may come next
+        rest, closed = buffer[len(ready) :], False
+    return (ready if begun else ready.lstrip()), rest, closed
+
+
+def partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
     """The length of the longest end of `buffer` that could begin one of `markers`."""
     best = 0
     for marker in markers:

@@ -21,7 +21,7 @@ from respond.engines._base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from respond.engines._parsing import JsonScanner
+from respond.engines._parsing import JsonScanner, partial_suffix
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -30,7 +30,6 @@ from respond.engines.formats._base import (
     Think,
     ToolSchemas,
 )
-from respond.engines.formats._markup import _partial_suffix
 
 __all__ = ["FUNCTIONARY_V32"]
 
@@ -121,7 +120,7 @@ class FunctionaryParser:
             text, self._buffer = self._buffer[:at], self._buffer[at + len(SEP) :]
             self._state = "recipient"
         else:
-            keep = 0 if final else _partial_suffix(self._buffer, (SEP,))
+            keep = 0 if final else partial_suffix(self._buffer, (SEP,))
             text = self._buffer[: len(self._buffer) - keep]
             self._buffer = self._buffer[len(text) :]
         return [TextDelta(text)] if text else []

@@ -41,7 +41,7 @@ from respond.engines._base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from respond.engines._parsing import JsonScanner
+from respond.engines._parsing import JsonScanner, partial_suffix, reasoning_step
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -419,25 +419,14 @@ class MarkupParser:
         return getattr(self, f"_on_{self._state}")(final)  # type: ignore[no-any-return]
 
     def _reasoning(self, final: bool) -> list[Delta]:
-        # The reasoning is the text without the whitespace around it: templates write
-        # their own there (`<think>\n` ... `\n</think>`), and the grammar of a forced
-        # call has the model write theirs (so the history renders the turn as written).
         assert self._think is not None
-        close = self._think.close
-        at = self._buffer.find(close)
-        if at >= 0:
-            ready, self._buffer = self._buffer[:at].rstrip(), self._buffer[at + len(close) :]
+        ready, self._buffer, closed = reasoning_step(
+            self._buffer, self._think.close, final=final, begun=self._reasoned
+        )
+        if closed:
             self.in_reasoning = False
             self._strip = True
-        else:
-            keep = 0 if final else _partial_suffix(self._buffer, (close,))
-            ready = self._buffer[: len(self._buffer) - keep]
-            if not final:
-                ready = ready.rstrip()  # held: the close may come next
-            self._buffer = self._buffer[len(ready) :]
-        if not self._reasoned:
-            ready = ready.lstrip()
-        self._reasoned = self.in_reasoning and (self._reasoned or bool(ready))
+        self._reasoned = not closed and (self._reasoned or bool(ready))
         return [ReasoningDelta(ready)] if ready else []
 
     def _on_text(self, final: bool) -> list[Delta]:
@@ -453,7 +442,7 @@ class MarkupParser:
             markers.append(self._think.open)
         found = [(buffer.find(m), m) for m in markers if m in buffer]
         if not found:
-            keep = 0 if final else _partial_suffix(buffer, tuple(markers))
+            keep = 0 if final else partial_suffix(buffer, tuple(markers))
             ready = buffer[: len(buffer) - keep]
             if not self._spoke and not ready.strip():
                 return []  # held: markup if a marker comes next (below), else the text's
@@ -660,7 +649,7 @@ class MarkupParser:
             value, self._buffer = self._buffer[:at], self._buffer[at + len(close) :]
             self._state = "params"
             return self._end_value(value)
-        keep = 0 if final else _partial_suffix(self._buffer, (close,))
+        keep = 0 if final else partial_suffix(self._buffer, (close,))
         ready, self._buffer = (
             self._buffer[: len(self._buffer) - keep],
             self._buffer[len(self._buffer) - keep :],
@@ -734,14 +723,3 @@ def _json_text(raw: str, params: Params | None) -> str:
         return json.dumps(json.loads(raw), ensure_ascii=False)
     except ValueError:
         return json.dumps(raw, ensure_ascii=False)
-
-
-def _partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
-    """The length of the longest end of `buffer` that could begin one of `markers`."""
-    best = 0
-    for marker in markers:
-        for size in range(min(len(marker) - 1, len(buffer)), best, -1):
-            if marker.startswith(buffer[-size:]):
-                best = size
-                break
-    return best
