@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from respond.engines.llamacpp._slots import copy_worth
 from respond.protocol.events import TERMINAL_TYPES
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
@@ -188,6 +189,44 @@ def test_a_system_prompt_shared_by_running_conversations_is_evaluated_once(
     assert len(first.terminal) == 1
     assert first.response["status"] in ("completed", "incomplete")
     assert 3 < len(first.deltas) <= first.response["usage"]["output_tokens"]
+
+
+def test_conversations_starting_at_once_read_their_shared_system_prompt_once(
+    slots: Server,
+) -> None:
+    """Four sessions start together with a long system prompt no slot holds yet: one slot
+    reads it, the other three wait for it and copy its cells (without the wait, each read
+    it side by side with the first, all four to the end)."""
+    system = " ".join(
+        f"Policy {n}: cite the file, the line and the test you ran." for n in range(90)
+    )
+    bodies = [
+        {"instructions": system, "input": f"Session {n}: name a colour.", "max_output_tokens": 4}
+        for n in range(4)
+    ]
+    shared = count_tokens(slots, bodies[0]) - count_tokens(
+        slots, {"input": "Session 0: name a colour."}
+    )
+    assert shared > 1024  # more than two of the engine's 512-token prompt chunks
+    start = threading.Barrier(len(bodies))
+    usages: dict[int, dict[str, Any]] = {}
+
+    def send(n: int) -> None:
+        start.wait()
+        reply = httpx.post(f"{slots.base_url}/responses", json=bodies[n], timeout=TIMEOUT)
+        assert reply.status_code == 200, reply.text
+        usages[n] = reply.json()["usage"]
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    assert len(usages) == len(bodies)
+    cached = sorted(u["input_tokens_details"]["cached_tokens"] for u in usages.values())
+    worth = copy_worth(4096)  # the slots' context: respond's default
+    assert cached[0] < shared  # the first read it
+    assert all(c >= shared - worth for c in cached[1:]), (shared, cached)
 
 
 def test_cancelling_one_stream_leaves_the_others_whole(slots: Server) -> None:

@@ -22,8 +22,10 @@ def ran(slot: Slot, prompt: list[int], output: list[int], used_at: float) -> Slo
 
 
 def busy(seq: int, held: list[int], pending: list[int], arrived: float) -> Slot:
+    """A slot whose job's prompt is `held + pending`: read as far as `held`."""
     slot = Slot(seq, held=held, pending=pending)
-    slot.job = cast(Job, SimpleNamespace(arrived=arrived))  # fill_batch reads only this
+    # fill_batch reads only the arrival, the scheduler's choices the prompt too.
+    slot.job = cast(Job, SimpleNamespace(arrived=arrived, tokens=held + pending))
     return slot
 
 

@@ -4,7 +4,7 @@ has the cases that need the real model's context)."""
 from __future__ import annotations
 
 from respond.engines.llamacpp._slot import Slot
-from respond.engines.llamacpp._slots import _choose, _source, fill_batch
+from respond.engines.llamacpp._slots import _choose, _reader, _source, fill_batch
 from tests.support.slots import busy, native_batch, ran
 
 
@@ -80,3 +80,28 @@ def test_cells_are_copied_only_when_they_spare_enough_of_the_prompt() -> None:
     # The chosen slot's own prefix counts: copying must spare more than it already holds.
     own = ran(Slot(1), [*system[:30]], [], used_at=0.5)
     assert _source([holder, own], own, [*system, 7], worth=16) is None
+
+
+def test_a_prompt_waits_for_the_slot_still_reading_the_prefix_it_shares() -> None:
+    """Sessions that start at once with one system prompt: the first reads it, the others
+    wait and copy it, instead of each reading it side by side."""
+    system = list(range(100, 200))  # a shared system prompt of 100 tokens
+    reading = busy(0, system[:30], [*system[30:], 1, 2], arrived=1.0)
+    idle = Slot(1)
+    assert _reader([reading, idle], [*system, 7, 8], worth=16) is reading
+    # Once it has read all but a few of the shared tokens, copying them now is as good.
+    reading.held, reading.pending = system[:90], [*system[90:], 1, 2]
+    assert _reader([reading, idle], [*system, 7, 8], worth=16) is None
+
+
+def test_no_wait_for_a_prefix_held_elsewhere_or_too_short() -> None:
+    system = list(range(100, 200))
+    reading = busy(0, [], [*system, 1, 2], arrived=1.0)
+    prompt = [*system, 7, 8]
+    assert _reader([reading], [*system[:10], 9], worth=16) is None  # shares 10 tokens
+    holder = ran(Slot(1), [*system, 3], [4], used_at=1.0)
+    assert _reader([reading, holder], prompt, worth=16) is None  # an idle slot holds it
+    assert _reader([reading], prompt, worth=16, cached=100) is None  # the cache holds it
+    assert _reader([reading], prompt, worth=16, cached=50) is reading
+    done = busy(2, [*system, 1, 2, 5], [], arrived=0.5)  # decoding: it read its prompt
+    assert _reader([done], prompt, worth=16) is None

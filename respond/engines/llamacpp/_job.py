@@ -68,6 +68,7 @@ class Job:
         self.cached: int | None = None  # prompt tokens reused from the slot (its first feed)
         self.slot = -1
         self.arrived = time.monotonic()
+        self.waited = False  # for a slot to read a prefix it shares (logged once)
         self.sampler: SlotSampler | None = None
         self.logits: Any = None  # this step's logits, kept when logprobs are asked for
         self.written = ""  # the text the model wrote, markup included (for the debug log)

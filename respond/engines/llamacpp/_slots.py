@@ -12,9 +12,12 @@ else to the least recently used one (its conversation is the one evicted). Whate
 the chosen slot shares with the prompt is reused either way. When another slot, busy or
 not, holds a longer prefix (a system prompt that conversations share, the same prompt sent
 by several clients at once), its cells are copied into the chosen slot first, if that
-spares enough prompt tokens to be worth a copy of a whole sequence (`copy_worth`). Then the
-part of the prompt whose text the slot holds is spelled with the slot's own tokens
-(_respell.py: a model's output, read back in the next turn, tokenizes otherwise).
+spares enough prompt tokens to be worth a copy of a whole sequence (`copy_worth`). A prompt
+that a busy slot is still reading a long enough prefix of (sessions that start at once with
+the same system prompt) waits for that slot to have read it, then copies it: the shared part
+is read once, not once by each of them side by side. Then the part of the prompt whose text
+the slot holds is spelled with the slot's own tokens (_respell.py: a model's output, read
+back in the next turn, tokenizes otherwise).
 
 With more conversations than slots, the cells a slot is about to lose (more than
 `copy_worth` tokens of them) are first saved in the prompt cache beyond the slots
@@ -99,7 +102,7 @@ class Scheduler:
                 arrivals, gone = self._arrivals()
                 for job in gone:
                     self._end_unstarted(job)
-                self._admit(arrivals)
+                self._wait_again(self._admit(arrivals))
                 self._step()
             except Exception:  # a bug: log it, keep serving the other slots
                 log.exception("the decode loop failed a step")
@@ -117,6 +120,11 @@ class Scheduler:
             arrivals = [self._waiting.popleft() for _ in range(min(free, len(self._waiting)))]
             return arrivals, gone
 
+    def _wait_again(self, jobs: list[Job]) -> None:
+        """Put jobs back at the head of the queue, in their order."""
+        with self._wake:
+            self._waiting.extendleft(reversed(jobs))
+
     def _end_unstarted(self, job: Job) -> None:
         """End a job that never had a slot as a cancelled turn (its Usage and Finish)."""
         try:
@@ -127,9 +135,14 @@ class Scheduler:
         job.close()
         job.emit(None)
 
-    def _admit(self, jobs: Iterable[Job]) -> None:
+    def _admit(self, jobs: Iterable[Job]) -> list[Job]:
+        """Give each job a slot; returns those that wait for a slot to read their prefix."""
         worth = copy_worth(self.model.n_ctx_seq)
+        later: list[Job] = []
         for job in jobs:
+            if self._awaits_reader(job, worth):
+                later.append(job)
+                continue
             # A slot continues a conversation when the prompt, spelled with the slot's own
             # tokens, starts with its last prompt: compared as tokenized afresh, a reply the
             # model wrote in other tokens hid that the conversation was there.
@@ -151,6 +164,27 @@ class Scheduler:
             slot.prompt_len = len(job.tokens)
             job.slot = slot.seq
             self._advance(slot, job.start)
+        return later
+
+    def _awaits_reader(self, job: Job, worth: int) -> bool:
+        """Whether a busy slot is still reading a prefix of this prompt that spares `worth`
+        tokens more than the slots or the prompt cache hold: the job then waits for it and
+        copies its cells (a wait no longer than reading those tokens itself would take)."""
+        tokens = job.tokens
+        reader = _reader(self.slots, tokens, worth)
+        if reader is None:
+            return False
+        found = self.cache.find(tokens) if self.cache.enabled else None
+        if found is not None and _reader(self.slots, tokens, worth, found[1]) is None:
+            return False
+        if not job.waited:
+            job.waited = True
+            log.info(
+                "a prompt of %d tokens waits for slot %d to read the prefix they share",
+                len(tokens),
+                reader.seq,
+            )
+        return True
 
     def _place(self, job: Job, spell: Callable[[Slot], list[int]]) -> Slot:
         """The free slot for the job, its prompt set as that slot spells it (each free
@@ -367,6 +401,19 @@ def _source(slots: list[Slot], chosen: Slot, tokens: list[int], worth: int) -> S
         return None
     best = max(others, key=lambda s: s.reuse(tokens))
     return best if best.reuse(tokens) - chosen.reuse(tokens) >= worth else None
+
+
+def _reader(slots: list[Slot], tokens: list[int], worth: int, cached: int = 0) -> Slot | None:
+    """A busy slot whose prompt shares `worth` tokens more with `tokens` than any slot holds
+    (or `cached`, what the prompt cache would restore), and which has not read them yet."""
+    held = max([cached, *(s.reuse(tokens) for s in slots)])
+    for slot in slots:
+        if slot.job is None:
+            continue
+        shared = min(common_prefix(slot.job.tokens, tokens), len(tokens) - 1)
+        if len(slot.held) < shared and shared - held >= worth:
+            return slot
+    return None
 
 
 def _choose(free: list[Slot], spelled: Callable[[Slot], list[int]]) -> Slot:
