@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import sys
 import threading
 import time
 from collections import deque
@@ -51,6 +52,11 @@ log = logging.getLogger("respond.engine")
 
 _SMOOTHING = 0.2  # weight of the latest job in the average job time (Retry-After)
 _MIB = 1024 * 1024
+# How long a thread waiting for the GIL lets the holder run before asking for it (Python's
+# default is 5 ms). The decode thread gives the GIL up for every llama_decode and needs it
+# back the moment the step ends, while the event loop thread streams the last token: at the
+# default, one stream measured 2-5% slower than at this (bench_concurrency, docs/benchmarks.md).
+_SWITCH_SECONDS = 0.0005
 
 
 class Scheduler:
@@ -67,6 +73,7 @@ class Scheduler:
         self._in_batch: list[Slot] = []  # the slots in the batch being decoded
         self._job_seconds = 1.0  # a running average, for Retry-After
         self._text = TokenText(model.vocab)
+        sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_SECONDS))
         # A big stack: samplers parse their grammars in this thread (_native.py).
         big_stack_thread(self._run, (), "respond-decode")
 
