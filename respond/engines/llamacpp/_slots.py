@@ -129,6 +129,8 @@ class Scheduler:
 
     def _wait_again(self, jobs: list[Job]) -> None:
         """Put jobs back at the head of the queue, in their order."""
+        if not jobs:
+            return  # the usual step: no lock taken for nothing
         with self._wake:
             self._waiting.extendleft(reversed(jobs))
 
