@@ -129,8 +129,9 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 e2e: $(STAMP) templates node-clients browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
 	$(BIN)/python -m pytest -q tests/e2e tests/clients $(PYTEST_ARGS)
 
+# --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
 test: $(STAMP) templates lint node-clients browser nginx llama-server ## everything: lint, then every suite (what CI runs)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
