@@ -68,6 +68,7 @@ class Settings:
     n_predict: int | None = None  # max_output_tokens for requests that set none
     background_max: int = 4  # background runs one process runs at once; more wait queued
     drain_timeout: float = 30.0  # on SIGTERM: seconds for work in flight to finish
+    keepalive: float = 5.0  # seconds of silence on a stream before a keep-alive is sent
     temperature: float = 1.0  # for requests that set none
     reasoning_events: Literal["openai", "openresponses"] = "openai"  # event names for reasoning
     log_level: str = "info"

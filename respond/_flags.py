@@ -334,6 +334,17 @@ FLAGS: tuple[Flag, ...] = (
         "([docs/deploy.md](docs/deploy.md#rolling-restarts-sigterm-drains))",
     ),
     Flag(
+        "keepalive",
+        ("--keepalive",),
+        "seconds a stream may stay silent (a long prompt being read) before a keep-alive is "
+        "sent: an SSE comment on Responses and Chat Completions, a ping on Messages and "
+        "WebSockets",
+        number,
+        "S",
+        readme="seconds a stream may stay silent (a long prompt being read) before a keep-alive "
+        "is sent ([docs/api.md](docs/api.md#keep-alives))",
+    ),
+    Flag(
         "reasoning_events",
         ("--reasoning-events",),
         "names of the reasoning text stream events: OpenAI's response.reasoning_text.* (what "

@@ -79,6 +79,7 @@ class Server:
             access_log=False,
             # A WebSocket response.create frame carries a create body: same limit as over HTTP.
             ws_max_size=settings.max_body_mb * 1024 * 1024,
+            ws_ping_interval=settings.keepalive,
         )
         self._announcer.uvicorn = DrainingServer(config, self.app.state.drain)
         return self._announcer.uvicorn
@@ -110,6 +111,8 @@ def build_server(
     except ConfigError as exc:
         raise SystemExit(f"respond: {exc}") from exc
     settings = replace(settings, config_file=config)  # read once: the engines take it from here
+    # Every tenant's state lies under it: readable by respond's user only (0700 when made).
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     served = dict(engines) if engines is not None else build_engines(settings)
     mcp = mcp_settings(config, allow=tuple(settings.mcp_allow), timeout=settings.mcp_timeout)
     try:
@@ -137,6 +140,7 @@ def build_server(
         drain=Drain(settings.drain_timeout),
         temperature=settings.temperature,
         metrics_auth=settings.metrics_auth,
+        keepalive=settings.keepalive,
         on_ready=announcer,
         mcp=mcp,
         reasoning_events=settings.reasoning_events,

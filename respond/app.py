@@ -69,6 +69,7 @@ def create_app(
     temperature: float = DEFAULTS.temperature,
     limits: Limits | None = None,
     metrics_auth: bool = DEFAULTS.metrics_auth,
+    keepalive: float = DEFAULTS.keepalive,
     on_ready: Callable[[], Awaitable[None]] | None = None,
     mcp: McpSettings | None = None,
     reasoning_events: ReasoningEvents = DEFAULTS.reasoning_events,
@@ -173,6 +174,7 @@ def create_app(
     app.state.started_at = int(time.time())
     app.state.metrics = meters
     app.state.metrics_auth = metrics_auth
+    app.state.keepalive = keepalive
     app.include_router(responses.router)
     app.include_router(websocket.router)
     app.include_router(conversations.router)

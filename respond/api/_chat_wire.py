@@ -16,7 +16,7 @@ goes out as `reasoning_content`, as vLLM and llama-server send it.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -354,7 +354,7 @@ def completion(response: ResponseResource) -> JSON:
 
 async def chunks(
     run: PreparedRun, events: AsyncIterator[ev.Event], *, include_usage: bool
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """A run's events as chat.completion.chunk SSE frames, then `data: [DONE]`."""
     stream = _Chunks(run, include_usage)
     async for event in events:

@@ -3,15 +3,25 @@ running a prepared run to its end for a client that waits for one JSON answer.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+)
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from fastapi import Request, Response
+from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.types import Receive
@@ -31,14 +41,17 @@ __all__ = [
     "run_to_end",
     "sse_frame",
     "sse_frames",
+    "streaming",
     "tenant_of",
+    "with_keepalives",
 ]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 class JSONRoute(APIRoute):
-    """A route whose typed body FastAPI validates, read by respond's rules first.
+    """A route that authorizes first, and whose typed body FastAPI validates, read by
+    respond's rules first.
 
     The body is read under the size limit (413) and parsed as JSON whatever the
     Content-Type says (curl -d sends form-urlencoded; llama-server accepts that too), so
@@ -48,14 +61,18 @@ class JSONRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
-        if self.body_field is None:  # e.g. POST .../cancel: nothing to read
-            return handle
+        anthropic = self.path.startswith("/v1/messages")  # takes x-api-key as well
+        reads_body = self.body_field is not None  # not e.g. POST .../cancel
 
-        async def read_then_handle(request: Request) -> Response:
-            await _read_json(request, max_bytes=request.app.state.max_body_bytes)
+        async def authorize_then_handle(request: Request) -> Response:
+            # The key before anything of the request is read or validated: a caller without
+            # one learns nothing of what the route expects (not even its field names).
+            tenant_of(request, x_api_key=anthropic)
+            if reads_body:
+                await _read_json(request, max_bytes=request.app.state.max_body_bytes)
             return await handle(request)
 
-        return read_then_handle
+        return authorize_then_handle
 
 
 async def _read_json(request: Request, *, max_bytes: int) -> None:
@@ -142,9 +159,55 @@ def sse_frame(event: ev.Event | dict[str, Any], name: str | None = None) -> byte
     return f"{prefix}data: {data}\n\n".encode()
 
 
-async def sse_frames(events: AsyncIterator[ev.Event]) -> AsyncIterator[bytes]:
+async def sse_frames(events: AsyncIterator[ev.Event]) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield sse_frame(event)
+
+
+# An SSE comment line: every SSE reader skips it, and every proxy and client sees bytes move.
+KEEPALIVE = b": keep-alive\n\n"
+
+
+async def with_keepalives(
+    frames: AsyncGenerator[bytes, None], every: float, beat: bytes = KEEPALIVE
+) -> AsyncGenerator[bytes, None]:
+    """`frames`, with `beat` sent after each `every` seconds that pass without one: a long
+    prompt can take minutes to read before the first token, and clients (Codex, OpenCode,
+    Claude Code) give up on a stream that stays silent for their idle timeout."""
+    ahead: asyncio.Future[bytes] = asyncio.ensure_future(anext(frames))
+    try:
+        while True:
+            done, _ = await asyncio.wait({ahead}, timeout=every)
+            if not done:
+                yield beat
+                continue
+            try:
+                frame = ahead.result()
+            except StopAsyncIteration:
+                return
+            yield frame
+            ahead = asyncio.ensure_future(anext(frames))
+    finally:
+        # The client left (or the stream ended): stop the run where it waits, then close it,
+        # which cancels generation.
+        ahead.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await ahead
+        await frames.aclose()
+
+
+def streaming(
+    request: Request,
+    frames: AsyncGenerator[bytes, None],
+    *,
+    beat: bytes = KEEPALIVE,
+    headers: Mapping[str, str] = SSE_HEADERS,
+) -> StreamingResponse:
+    """An SSE response of `frames`, kept alive at the server's --keepalive interval."""
+    every: float = request.app.state.keepalive
+    return StreamingResponse(
+        with_keepalives(frames, every, beat), media_type="text/event-stream", headers=headers
+    )
 
 
 # ---------------------------------------------------------------- running

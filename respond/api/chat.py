@@ -8,10 +8,10 @@ translated back. Defaults, validation, reasoning and disconnects behave as they 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from respond.api._chat_wire import chunks, completion, to_request
-from respond.api._common import SSE_HEADERS, JSONRoute, counted, run_to_end, tenant_of
+from respond.api._common import JSONRoute, counted, run_to_end, streaming, tenant_of
 from respond.api._docs import ERRORS, SSE
 from respond.protocol.chat import ChatBody
 from respond.protocol.errors import APIError
@@ -39,9 +39,5 @@ async def chat_completions(request: Request, body: ChatBody) -> Response:
     if body.stream:
         include_usage = bool((body.stream_options or {}).get("include_usage"))
         events = counted(request, service.events(run))
-        return StreamingResponse(
-            chunks(run, events, include_usage=include_usage),
-            media_type="text/event-stream",
-            headers=SSE_HEADERS,
-        )
+        return streaming(request, chunks(run, events, include_usage=include_usage))
     return JSONResponse(completion(await run_to_end(request, service, run)))

@@ -7,16 +7,15 @@ header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from respond._ids import new_id
-from respond.api._common import JSONRoute, counted, run_to_end, tenant_of
+from respond.api._common import SSE_HEADERS, JSONRoute, counted, run_to_end, streaming, tenant_of
 from respond.api._docs import json_or_sse
 from respond.api._messages_wire import (
     MessageStream,
@@ -35,7 +34,6 @@ __all__ = ["MESSAGES_PREFIX", "error_response", "router"]
 router = APIRouter(route_class=JSONRoute, tags=["messages"])
 
 MESSAGES_PREFIX = "/v1/messages"
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 ERRORS: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": m.MessagesError, "description": "The request is wrong (Anthropic's envelope)"},
     "5XX": {"model": m.MessagesError, "description": "The server or an upstream failed"},
@@ -58,8 +56,7 @@ async def create_message(request: Request, body: m.MessagesBody) -> Response:
     )
     if body.stream:
         frames = _frames(run, counted(request, service.events(run)))
-        headers.update(SSE_HEADERS)
-        return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+        return streaming(request, frames, beat=PING, headers={**headers, **SSE_HEADERS})
     response = await run_to_end(request, service, run)
     if response.status == "failed" and response.error is not None:
         raise APIError(run.failure_status, response.error.message, code=response.error.code)
@@ -78,42 +75,18 @@ async def count_tokens(request: Request, body: m.CountTokensBody) -> JSONRespons
     return JSONResponse({"input_tokens": tokens}, headers=headers)
 
 
-# A long prompt can take minutes to read on a CPU before the first token; Claude Code
-# gives up on a stream that stays silent for 5 minutes, so silence is filled with pings.
-PING_EVERY = 10.0
+# Anthropic's keep-alive: a ping event (Claude Code gives up on a stream silent for 5 minutes).
+PING = f"event: ping\ndata: {m.Ping().model_dump_json()}\n\n".encode()
 
 
-async def _frames(run: PreparedRun, events: AsyncGenerator[ev.Event, None]) -> AsyncIterator[bytes]:
+async def _frames(
+    run: PreparedRun, events: AsyncGenerator[ev.Event, None]
+) -> AsyncGenerator[bytes, None]:
     stream = MessageStream(run)
-    async for event in _with_pings(events, PING_EVERY):
-        for out in stream.translate(event) if event is not None else [m.Ping()]:
-            yield f"event: {out.type}\ndata: {out.model_dump_json()}\n\n".encode()
-
-
-async def _with_pings(
-    events: AsyncGenerator[ev.Event, None], every: float
-) -> AsyncIterator[ev.Event | None]:
-    """`events`, with a None after each `every` seconds that pass without one."""
-    ahead: asyncio.Future[ev.Event] = asyncio.ensure_future(anext(events))
-    try:
-        while True:
-            done, _ = await asyncio.wait({ahead}, timeout=every)
-            if not done:
-                yield None
-                continue
-            try:
-                event = ahead.result()
-            except StopAsyncIteration:
-                return
-            yield event
-            ahead = asyncio.ensure_future(anext(events))
-    finally:
-        # The client left (or the run ended): stop the run where it waits, then close it,
-        # which cancels generation.
-        ahead.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-            await ahead
-        await events.aclose()
+    async with aclosing(events):
+        async for event in events:
+            for out in stream.translate(event):
+                yield f"event: {out.type}\ndata: {out.model_dump_json()}\n\n".encode()
 
 
 def _request_id(request: Request) -> str:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from respond.api._common import (
-    SSE_HEADERS,
     JSONRoute,
     counted,
     run_to_end,
     sse_frame,
     sse_frames,
+    streaming,
     tenant_of,
 )
 from respond.api._docs import ERRORS, json_or_sse
@@ -52,11 +52,7 @@ async def create_response(request: Request, body: CreateResponseBody) -> Respons
     if body.background:
         return await _background(request, run)
     if body.stream:
-        return StreamingResponse(
-            sse_frames(counted(request, service.events(run))),
-            media_type="text/event-stream",
-            headers=SSE_HEADERS,
-        )
+        return streaming(request, sse_frames(counted(request, service.events(run))))
     response = await run_to_end(request, service, run)
     return JSONResponse(response.model_dump(mode="json"))
 
@@ -70,9 +66,7 @@ async def _background(request: Request, run: PreparedRun) -> Response:
     if not run.body.stream:
         return JSONResponse(response.model_dump(mode="json"))
     events = follow(runs.store, run.tenant, response.id, -1, [], runs)
-    return StreamingResponse(
-        _json_frames(events), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    return streaming(request, _json_frames(events))
 
 
 # ---------------------------------------------------------------- stored responses
@@ -109,18 +103,15 @@ async def retrieve_response(
         replay = await store.events_after(tenant, response_id, after)
         if replay is None:
             raise not_found("response", response_id)
-        return StreamingResponse(
-            _json_frames(follow(store, tenant, response_id, after, replay, request.app.state.runs)),
-            media_type="text/event-stream",
-            headers=SSE_HEADERS,
-        )
+        runs = request.app.state.runs
+        return streaming(request, _json_frames(follow(store, tenant, response_id, after, replay, runs)))
     stored = await store.get_response(tenant, response_id)
     if stored is None:
         raise not_found("response", response_id)
     return JSONResponse(stored.response)
 
 
-async def _json_frames(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+async def _json_frames(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield sse_frame(event, event["type"])
 

@@ -18,6 +18,7 @@ recovery relies on that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -144,8 +145,9 @@ class SQLiteStore(SQLStore):
         self._lock_fd: int | None = None
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._take_directory()
+        _owner_only(self.path)
         await self._writer.open()  # first: it switches the file to WAL
         await self.migrate()
         for _ in range(READERS):
@@ -188,3 +190,17 @@ class SQLiteStore(SQLStore):
         else:
             async with self._write_lock, self._writer.transaction("BEGIN IMMEDIATE") as tx:
                 yield tx
+
+
+def _owner_only(path: Path) -> None:
+    """The database file readable by respond's user only (0600), made so before SQLite
+    opens it: SQLite gives its -wal and -shm files the database file's mode. A file from an
+    older respond, made 0644, is narrowed too, with its -wal and -shm files."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path.with_name(path.name + suffix), 0o600, follow_symlinks=False)

@@ -1,4 +1,5 @@
-"""Read an SSE stream strictly: every frame must be `event: <type>\\ndata: <json>\\n\\n`."""
+"""Read an SSE stream strictly: every frame must be `event: <type>\\ndata: <json>\\n\\n`, or
+a comment (`: keep-alive`), which is skipped."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def read_events(response: httpx.Response) -> Generator[dict[str, Any], None, Non
         while b"\n\n" in buffer:
             frame, buffer = buffer.split(b"\n\n", 1)
             lines = frame.decode().split("\n")
+            if all(line.startswith(":") for line in lines):
+                continue  # a comment: respond's keep-alive while a long prompt is read
             assert len(lines) == 2, f"unexpected frame shape: {frame!r}"
             assert lines[0].startswith("event: ") and lines[1].startswith("data: "), frame
             event = json.loads(lines[1][len("data: ") :])

@@ -10,7 +10,6 @@ import anthropic.types as at
 import httpx
 import pytest
 
-from respond.api import messages
 from respond.app import create_app
 from respond.engines import _base as d
 from respond.testing import ScriptedEngine
@@ -144,13 +143,10 @@ def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
     assert [t.reasoning_effort for t in engine.turns] == [effort for _, effort in cases]
 
 
-def test_silence_before_the_first_token_is_filled_with_pings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(messages, "PING_EVERY", 0.05)
+def test_silence_before_the_first_token_is_filled_with_pings() -> None:
     engine = ScriptedEngine([[d.TextDelta("late"), *DONE]], delay=0.4)  # a slow prompt read
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app({engine.info.id: engine}, keepalive=0.05)) as url,
         httpx.stream("POST", f"{url}/v1/messages", json={**ASK, "stream": True}) as reply,
     ):
         events = list(read_events(reply))
