@@ -103,6 +103,7 @@ class VectorStoreCreateBody(WireIn):
 
 
 class VectorStoreUpdateBody(WireIn):
+    keeps_null = frozenset({"expires_after"})  # null: never expire
     name: str | None = Field(default=None, max_length=256)
     expires_after: ExpiresAfter | None = None
     metadata: Metadata | None = None

@@ -24,7 +24,7 @@ __all__ = [
 
 
 class CompactBody(WireIn):
-    model: str
+    model: str | None = None  # the SDK types it nullable; absent or null: the default model
     input: str | list[InputItem] = Field(default_factory=list)
     previous_response_id: str | None = None
     instructions: str | None = None
