@@ -79,7 +79,7 @@ class Server:
             access_log=False,
             # A WebSocket response.create frame carries a create body: same limit as over HTTP.
             ws_max_size=settings.max_body_mb * 1024 * 1024,
-            ws_ping_interval=settings.keepalive,
+            ws_ping_interval=settings.keepalive or None,
         )
         self._announcer.uvicorn = DrainingServer(config, self.app.state.drain)
         return self._announcer.uvicorn

@@ -171,13 +171,14 @@ KEEPALIVE = b": keep-alive\n\n"
 async def with_keepalives(
     frames: AsyncGenerator[bytes, None], every: float, beat: bytes = KEEPALIVE
 ) -> AsyncGenerator[bytes, None]:
-    """`frames`, with `beat` sent after each `every` seconds that pass without one: a long
-    prompt can take minutes to read before the first token, and clients (Codex, OpenCode,
-    Claude Code) give up on a stream that stays silent for their idle timeout."""
+    """`frames`, with `beat` sent after each `every` seconds that pass without one (none when
+    `every` is 0): a long prompt can take minutes to read before the first token, and clients
+    (Codex, OpenCode, Claude Code) give up on a stream that stays silent for their idle
+    timeout."""
     ahead: asyncio.Future[bytes] = asyncio.ensure_future(anext(frames))
     try:
         while True:
-            done, _ = await asyncio.wait({ahead}, timeout=every)
+            done, _ = await asyncio.wait({ahead}, timeout=every or None)
             if not done:
                 yield beat
                 continue

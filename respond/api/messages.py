@@ -7,7 +7,7 @@ header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 

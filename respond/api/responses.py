@@ -103,8 +103,8 @@ async def retrieve_response(
         replay = await store.events_after(tenant, response_id, after)
         if replay is None:
             raise not_found("response", response_id)
-        runs = request.app.state.runs
-        return streaming(request, _json_frames(follow(store, tenant, response_id, after, replay, runs)))
+        events = follow(store, tenant, response_id, after, replay, request.app.state.runs)
+        return streaming(request, _json_frames(events))
     stored = await store.get_response(tenant, response_id)
     if stored is None:
         raise not_found("response", response_id)

@@ -45,7 +45,6 @@ def test_the_request_wins(capped: Server) -> None:
     assert response["max_output_tokens"] == 6 and response["temperature"] == 0
 
 
-
 def test_state_on_disk_is_readable_by_responds_user_only(capped: Server) -> None:
     """Every tenant's responses lie in the data dir: no other local user may read them."""
     create(capped, input="Hi", max_output_tokens=2)  # stored: the WAL and its index exist

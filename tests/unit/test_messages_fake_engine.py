@@ -8,7 +8,6 @@ from typing import Any
 
 import anthropic.types as at
 import httpx
-import pytest
 
 from respond.app import create_app
 from respond.engines import _base as d
