@@ -213,6 +213,10 @@ class ToolCallArgumentsDelta:
 
 @dataclass(frozen=True)
 class ToolCallEnd:
+    # The call was still open when generation ended (no markup closed it): it is whole
+    # when the model ended its turn, cut short when the token limit ended it. The Finish
+    # that follows tells which.
+    at_end: bool = False
     type: Literal["tool_call_end"] = "tool_call_end"
 
 

@@ -165,7 +165,7 @@ class OutputParser:
             # (Llama 3's bare JSON may be a plain answer, so it stays text.)
             self._call = None
         elif self._call is not None:
-            out += self._finish_call()
+            out += self._finish_call(at_end=True)
         if self._buffer.strip() or not self._at_start:
             out += self._text(self._buffer)
         self._buffer = ""
@@ -346,7 +346,7 @@ class OutputParser:
             call.args_sent += take
         return out
 
-    def _finish_call(self) -> list[Delta]:
+    def _finish_call(self, at_end: bool = False) -> list[Delta]:
         call = self._call
         assert call is not None
         self._call = None
@@ -359,7 +359,7 @@ class OutputParser:
         self._at_start = False
         self._calls += 1
         if call.name_seen:
-            return [ToolCallEnd()]
+            return [ToolCallEnd(at_end=at_end)]
         return self._whole_call(call.text)
 
     def _whole_call(self, text: str) -> list[Delta]:

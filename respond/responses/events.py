@@ -47,6 +47,8 @@ class EventBuilder:
         self.calling: dict[str, Item[Any]] = {}
         self._usage: d.Usage | None = None
         self._finish_reason: str | None = None
+        # The open call ended with generation: it is closed once the Finish says why.
+        self._ending = False
         self._ended = False
         self.events: list[ev.Event] = []
 
@@ -104,17 +106,32 @@ class EventBuilder:
             return []
         if isinstance(delta, d.Finish):
             self._finish_reason = delta.reason
-            return []
+            return self._end_call(cut=delta.reason == "length") if self._ending else []
         open_ = self._open
+        if self._ending:  # more came after all: the call's end was its own
+            return self._end_call(cut=False) + self.push(delta)
         if isinstance(delta, d.ToolCallEnd):
             if open_ is None:
                 return []
-            out = self._added(open_) if open_.late else []
-            return out + self._emit_all(open_.end()) + self.close()
+            if delta.at_end:
+                self._ending = True
+                return []
+            return self._end_call(cut=False)
         if open_ is not None and open_.takes(delta):
             return self._emit_all(open_.push(delta))
         item = self._kinds.opening(delta)
         return self.add(item) + self._emit_all(item.push(delta))
+
+    def _end_call(self, cut: bool) -> list[ev.Event]:
+        """Close the open call. One cut by the token limit is `incomplete`, never handed
+        over as whole; a late kind's cut call is left out altogether."""
+        open_ = self._open
+        assert open_ is not None
+        self._ending = False
+        if cut:
+            return self.close(status="incomplete")
+        out = self._added(open_) if open_.late else []
+        return out + self._emit_all(open_.end()) + self.close()
 
     def add(self, item: Item[Any]) -> list[ev.Event]:
         """Close the open item, then open `item` (output_item.added and what follows)."""

@@ -223,3 +223,17 @@ def test_the_tool_parses_into_its_class_and_is_echoed_as_given() -> None:
     )
     assert isinstance(item.input, list)
     assert isinstance(item.input[0], CodeInterpreterCallInput)
+
+
+def test_code_cut_by_the_token_limit_is_never_announced_as_interpreting() -> None:
+    b = builder()
+    events = b.start() + b.push(d.ToolCallStart(call_id="call_1", name="python"))
+    events += b.push(d.ToolCallArgumentsDelta('{"code": "for i in range(3):\\n    pri'))
+    events += b.push(d.ToolCallEnd(at_end=True)) + b.push(d.Finish("length"))
+    assert not b.calling  # nothing for the run to execute
+    events += b.finish()
+    types = [e.type for e in events]
+    assert "response.code_interpreter_call.interpreting" not in types
+    assert types[-1] == "response.incomplete"
+    item = b.response.output[0]
+    assert isinstance(item, CodeInterpreterCallItem) and item.status == "incomplete"

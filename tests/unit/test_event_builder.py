@@ -7,10 +7,12 @@ import json
 import pytest
 
 from respond.engines import _base as d
+from respond.protocol.items import FunctionCallItem
 from respond.protocol.resource import ResponseResource
+from respond.protocol.tools import ShellTool
 from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
-from respond.responses.kinds import Kinds
+from respond.responses.kinds import Kinds, calls_for
 from tests.support.schema import validate_event
 
 
@@ -186,3 +188,47 @@ def test_a_summary_only_reasoning_item_has_no_content_part() -> None:
     types = [e.type for e in events]
     assert "response.content_part.added" not in types
     assert fold_events(events).output[0].content == []  # type: ignore[union-attr]
+
+
+# A call still open when generation ended (no markup closed it) is whole only if the model
+# ended its turn: cut by the token limit, it is never handed over as complete.
+CUT_CALL = (
+    d.ToolCallStart(call_id="call_1", name="weather"),
+    d.ToolCallArgumentsDelta('{"city":'),
+    d.ToolCallEnd(at_end=True),
+    d.Usage(input_tokens=3, output_tokens=96),
+)
+
+
+def test_a_call_cut_by_the_token_limit_is_incomplete() -> None:
+    b = builder()
+    types = run(b, *CUT_CALL, d.Finish("length"))
+    (call,) = b.response.output
+    assert isinstance(call, FunctionCallItem) and call.status == "incomplete"
+    assert b.response.status == "incomplete"
+    assert types[-2:] == ["response.output_item.done", "response.incomplete"]
+    assert "response.function_call_arguments.done" in types
+
+
+def test_a_call_that_ends_with_the_turn_is_completed() -> None:
+    b = builder()
+    run(b, *CUT_CALL[:2], d.ToolCallArgumentsDelta('"Paris"}'), *CUT_CALL[2:], d.Finish("stop"))
+    (call,) = b.response.output
+    assert (call.status, call.arguments) == ("completed", '{"city":"Paris"}')  # type: ignore[union-attr]
+    assert b.response.status == "completed"
+
+
+def test_a_late_kind_cut_by_the_token_limit_is_left_out() -> None:
+    """A shell call's item is made from its whole arguments: cut, there is no call to show."""
+    calls = calls_for([ShellTool(type="shell")])
+    (name,) = calls
+    response = ResponseResource(id="resp_1", created_at=1, status="in_progress", model="m")
+    b = EventBuilder(response, kinds=Kinds(calls))
+    types = run(
+        b,
+        d.ToolCallStart(call_id="call_1", name=name),
+        d.ToolCallArgumentsDelta('{"commands": ["ls'),
+        d.ToolCallEnd(at_end=True),
+        d.Finish("length"),
+    )
+    assert b.response.output == [] and types[-1] == "response.incomplete"

@@ -266,6 +266,22 @@ def test_text_and_reasoning_around_a_call(fmt: ChatFormat, size: int) -> None:
     assert parsed == expected(calls)
 
 
+@pytest.mark.parametrize("size", [1, 1000])
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_a_call_cut_inside_its_arguments_ends_with_generation(fmt: ChatFormat, size: int) -> None:
+    """Generation that stops inside a call's arguments (the token limit) leaves the call
+    open: its end says so (`at_end`), and the run makes it incomplete, not a whole call."""
+    body = fmt.render(CALLS[:1])
+    cut = body[: body.index("Paris") + 3]
+    out = parse(fmt, cut, size)
+    starts = [x for x in out if isinstance(x, d.ToolCallStart)]
+    ends = [x for x in out if isinstance(x, d.ToolCallEnd)]
+    if not starts:  # a format that names the function after its arguments: no call at all
+        assert ends == []
+        return
+    assert ends == [d.ToolCallEnd(at_end=True)]
+
+
 def with_words(fmt: ChatFormat, words: str, body: str) -> str:
     """A turn of `words`, then the calls `body` writes."""
     if fmt.name == "functionary-v3.2":  # words are a message to `all`, after the prompt's >>>

@@ -598,3 +598,16 @@ def test_upstream_refusals_keep_their_4xx() -> None:
     assert refusal(429, "slow down")["status"] == 429
     for status in (401, 404, 500, 503):
         assert refusal(status, "something else") == {}  # respond's side or the upstream's: 502
+
+
+def test_a_call_the_upstream_cut_at_its_token_limit_ends_with_generation() -> None:
+    """finish_reason "length" inside a call's arguments: the call's end says so, and the
+    response makes it incomplete instead of handing over `{"tz":` as whole."""
+    deltas = run(
+        ChatTranslator(turn(tools=[TIME])),  # not strict: respond does not check the JSON
+        [
+            chunk({"tool_calls": [call(0, "call_a", "get_time", '{"tz":')]}),
+            chunk({}, "length"),
+        ],
+    )
+    assert deltas[-2:] == [ToolCallEnd(at_end=True), Finish("length")]

@@ -65,7 +65,7 @@ class FunctionaryParser:
             return []
         out = self._run(final=True)
         if self._state == "json":
-            out.append(ToolCallEnd())  # arguments cut short: the call ends with them
+            out.append(ToolCallEnd(at_end=True))  # the call ends with generation
         elif self._state == "recipient" and self.unnamed_call:
             pass  # a function's name cut short: neither call nor text
         elif self._buffer:

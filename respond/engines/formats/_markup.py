@@ -384,9 +384,9 @@ class MarkupParser:
             self._buffer = ""  # call markup cut short before its name: neither call nor text
         elif self._state == "param_value":
             out += self._end_value(self._buffer)
-            out += self._end_call()
+            out += self._end_call(at_end=True)
         elif self._state in ("json", "call_close", "params", "param_name"):
-            out += self._end_call()
+            out += self._end_call(at_end=True)
         if self._buffer.strip() and self._state == "text":
             out += self._text(self._buffer)
         self._buffer = ""
@@ -559,12 +559,12 @@ class MarkupParser:
         taken, written = self._take_slotted(self._m.call_close, final)
         if taken is None:
             return []
-        out = self._end_call(written)
+        out = self._end_call(written, at_end=not taken)  # not taken: no close marker came
         if not taken:
             self._state = "text"
         return out
 
-    def _end_call(self, written: str = "") -> list[Delta]:
+    def _end_call(self, written: str = "", at_end: bool = False) -> list[Delta]:
         out: list[Delta] = []
         if self._m.params is not None:
             out += self._arguments("}")
@@ -573,7 +573,7 @@ class MarkupParser:
             start = ToolCallStart(call_id=call_id or self._new_call_id(), name=self._name)
             out = [start, ToolCallArgumentsDelta("".join(self._held))]
             self._held = None
-        out.append(ToolCallEnd())
+        out.append(ToolCallEnd(at_end=at_end))
         self._named = False
         self._state = "after_call"
         return out

@@ -292,6 +292,8 @@ class ChatTranslator:
             out.append(ToolCallStart(call_id=call.call_id or new_id("call"), name=call.name))
             out += [ToolCallArgumentsDelta(fragment) for fragment in call.fragments]
             out.append(ToolCallEnd())
+        if self.finish_reason == "length" and out and isinstance(out[-1], ToolCallEnd):
+            out[-1] = ToolCallEnd(at_end=True)  # the last call was cut by the token limit
         out += self._trailing
         if self.usage is not None:
             out.append(self.usage)
