@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import openai
+import pytest
 from pydantic import TypeAdapter
 
+from respond.engines.llamacpp import BUNDLED_ALIAS
 from respond.protocol.events import Event
 from respond.responses.fold import fold_events
 from tests.support.schema import validate_event, validate_response
-from tests.support.server import Server
+from tests.support.server import Server, start_server
 from tests.support.sse import read_events
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
@@ -99,3 +104,74 @@ def test_openai_sdk_create(client: openai.OpenAI) -> None:
     assert response.output_text
     assert response.metadata == {"case": "sdk"}
     assert response.temperature == 0.2
+
+
+# A prompt of a few thousand tokens read by one thread: seconds of prefill, with nothing to
+# send until the first token. Each request's prompt starts differently so that none is
+# served from another's prompt cache.
+LONG = " ".join(f"item {i} is a plain word list entry." for i in range(500))
+KEEPALIVE_LINES = (": keep-alive", "event: ping")
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One thread, small batches: a long prompt takes seconds and many steps to read."""
+    srv = start_server(
+        tmp_path_factory.mktemp("slow"),
+        *("--threads", "1", "-c", "8192", "-np", "2", "-b", "256", "--keepalive", "0.1"),
+    )
+    yield srv
+    srv.stop()
+
+
+def _lines(server: Server, path: str, body: dict[str, Any]) -> list[str]:
+    with httpx.stream("POST", f"{server.url}{path}", json=body, timeout=300) as reply:
+        assert reply.status_code == 200, reply.read()
+        return list(reply.iter_lines())
+
+
+def test_a_long_prefill_is_kept_alive_on_every_front_door(slow_server: Server) -> None:
+    bodies = {
+        "/v1/responses": {
+            "input": f"Responses. {LONG}",
+            "max_output_tokens": 8,
+            "stream": True,
+        },
+        "/v1/chat/completions": {
+            "messages": [{"role": "user", "content": f"Chat. {LONG}"}],
+            "max_tokens": 8,
+            "stream": True,
+        },
+        "/v1/messages": {
+            "model": BUNDLED_ALIAS,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": f"Messages. {LONG}"}],
+            "stream": True,
+        },
+    }
+    for path, body in bodies.items():
+        lines = _lines(slow_server, path, body)
+        # Eight tokens take a fraction of the prefill's seconds: the beats fill the prefill.
+        assert sum(line in KEEPALIVE_LINES for line in lines) >= 2, (path, lines[:12])
+
+
+def _first_token_at(server: Server, body: dict[str, Any], started: float) -> float:
+    """When the first text delta of a streamed response arrived (seconds after `started`)."""
+    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=300) as reply:
+        for event in read_events(reply):
+            if event["type"] == "response.output_text.delta":
+                return time.monotonic() - started
+    raise AssertionError("no text came")
+
+
+def test_a_short_request_is_answered_while_a_long_prompt_is_read(slow_server: Server) -> None:
+    """The scheduler reads the prompt with the fewest tokens left first: a short request
+    that arrives after a long prompt gets its first token before the long one does."""
+    long = {"input": f"Long. {LONG}", "max_output_tokens": 4, "stream": True}
+    short = {"input": "Say hi.", "max_output_tokens": 4, "stream": True}
+    started = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        long_first = pool.submit(_first_token_at, slow_server, long, started)
+        time.sleep(0.5)  # the long prompt is being read
+        short_first = pool.submit(_first_token_at, slow_server, short, started)
+        assert short_first.result() < long_first.result()

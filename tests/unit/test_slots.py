@@ -70,6 +70,17 @@ def test_decoding_slots_get_the_room_before_a_prompt_chunk() -> None:
         assert outputs == [(decoding, 2)] and prefill.pending == [9, 10]
 
 
+def test_a_short_prompt_is_read_before_a_long_one_that_came_first() -> None:
+    """A short request arriving while a long prompt is read gets its first token after one
+    step, not after the whole long prompt."""
+    long, short = busy(0, [], list(range(100, 120)), 1.0), busy(1, [], [7, 8], 2.0)
+    with native_batch(8) as batch:
+        outputs, _ = fill_batch(batch, [long, short], room=8)
+        rows = [(batch.seq_id[i][0], batch.token[i]) for i in range(batch.n_tokens)]
+        assert rows == [(0, t) for t in range(100, 106)] + [(1, 7), (1, 8)]
+        assert outputs == [(short, 7)] and len(long.pending) == 14
+
+
 def test_cells_are_copied_only_when_they_spare_enough_of_the_prompt() -> None:
     system = list(range(100, 140))  # a shared system prompt of 40 tokens
     holder = ran(Slot(0), [*system, 1, 2], [3], used_at=1.0)

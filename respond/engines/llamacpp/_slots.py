@@ -2,9 +2,11 @@
 
 One decode thread loops: it gives waiting jobs the free slots (arrival order), then builds
 one batch from every busy slot (a decoding slot's one token first, then prompt chunks up
-to `n_batch` tokens in all, so a long prompt is read over several steps while the other
-streams go on), decodes it, and samples each slot whose feed is complete. A job that
-arrives joins at the next step; one that ends frees its slot without stalling the rest.
+to `n_batch` tokens in all, the prompt with the fewest tokens left to read first, so a long
+prompt is read over several steps while the other streams go on and a short prompt that
+arrives meanwhile is read at the next step), decodes it, and samples each slot whose feed
+is complete. A job that arrives joins at the next step; one that ends frees its slot without
+stalling the rest.
 
 A job goes to the free slot whose last prompt its own prompt continues (the next turn of
 that conversation, or the same prompt again), the longest such; else to a slot never used,
@@ -360,8 +362,13 @@ def fill_batch(
     batch: Any, slots: list[Slot], room: int
 ) -> tuple[list[tuple[Slot, int]], list[Slot]]:
     """Put every busy slot's pending tokens in `batch`, up to `room` tokens, decoding slots
-    first, then prompt chunks in arrival order. Returns (slot, batch index) for each slot
-    to sample after the decode, and the slots in the batch.
+    first, then prompt chunks, the fewest tokens left to read first (in arrival order among
+    equals). Returns (slot, batch index) for each slot to sample after the decode, and the
+    slots in the batch.
+
+    Fewest first: in arrival order, a short request that came just after an 8k-token prompt
+    waited for the whole of it to be read (minutes on a CPU) before its first token; read
+    first, it waits at most one step, and the long prompt loses only the few tokens it gave.
 
     The batch lists the slots by sequence id: llama.cpp decodes the sequences of a
     non-unified cache in one pass only while their ids increase by one, and splits the
@@ -370,7 +377,7 @@ def fill_batch(
     """
     chunks: list[tuple[Slot, list[int]]] = []
     busy = [s for s in slots if s.job is not None and s.pending]
-    busy.sort(key=lambda s: (len(s.pending) > 1, s.job.arrived if s.job else 0.0))
+    busy.sort(key=lambda s: (len(s.pending), s.job.arrived if s.job else 0.0))
     for slot in busy:
         if room == 0:
             break
