@@ -1,9 +1,12 @@
-"""POST /v1/responses/compact: the whole context of a turn, sealed into one item.
+"""POST /v1/responses/compact: the context of a turn as its user messages, kept verbatim,
+then one `compaction` item standing for the whole of it (OpenAI's shape: a client that
+replaces its history with the output keeps its own messages).
 
 The `compaction` item's encrypted_content carries every context item (sealed with the
-server's key, bound to the tenant: responses/sealing.py), so sending it back as input
-restores the context exactly. It is lossless rather than a summary: a small local model cannot
-summarize reliably, and a wrong summary would silently change the conversation.
+server's key, bound to the tenant: responses/sealing.py), so sending the output back as input
+restores the context exactly: the items before a compaction item are not read again. It is
+lossless rather than a summary: a small local model cannot summarize reliably, and a wrong
+summary would silently change the conversation.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ async def compact(service: Responses, body: CompactBody, tenant: str | None) -> 
         "id": new_id("resp"),
         "object": "response.compaction",
         "created_at": int(time.time()),
-        "output": [sealed],
+        "output": [*filter(_from_user, items), sealed],
         "usage": {
             "input_tokens": tokens,
             "input_tokens_details": {"cached_tokens": 0},
@@ -44,3 +47,7 @@ async def compact(service: Responses, body: CompactBody, tenant: str | None) -> 
             "total_tokens": tokens,
         },
     }
+
+
+def _from_user(item: dict[str, Any]) -> bool:
+    return item["type"] == "message" and item.get("role") == "user"

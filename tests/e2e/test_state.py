@@ -290,10 +290,15 @@ def test_compaction_restores_the_context(client: openai.OpenAI, server: Server) 
     compacted = reply.json()
     validate(compacted, "CompactResource")
     assert compacted["object"] == "response.compaction"
-    (item,) = compacted["output"]
+    # OpenAI's shape: the user messages verbatim, then one compaction item for everything.
+    *kept, item = compacted["output"]
+    assert [(m["type"], m["role"], m["content"][0]["text"]) for m in kept] == [
+        ("message", "user", "My favourite number is 7."),
+        ("message", "user", "Noted?"),
+    ]
     assert item["type"] == "compaction" and "favourite" not in item["encrypted_content"]
     sdk = client.responses.compact(model=MODEL, previous_response_id=first.id, input="Noted?")
-    assert sdk.output[0].type == "compaction"
+    assert [o.type for o in sdk.output] == ["message", "message", "compaction"]
 
     restored = tokens(client, input=[item, user("So?")])
     explicit = tokens(
@@ -302,8 +307,13 @@ def test_compaction_restores_the_context(client: openai.OpenAI, server: Server) 
         input=[user("Noted?"), user("So?")],
     )
     assert restored == explicit
-    answer = create(client, input=[item, user("So?")])
+    # A client that replaces its history with the output and goes on reads the same context.
+    replaced = [*compacted["output"], user("So?")]
+    assert tokens(client, input=replaced) == restored
+    answer = create(client, input=replaced)
     assert answer.usage is not None and answer.usage.input_tokens == restored
+    chained = tokens(client, previous_response_id=answer.id, input=[user("And?")])
+    assert chained > restored  # the chain reads on from the compacted context
 
     tampered = {**item, "encrypted_content": item["encrypted_content"][:-8] + "AAAAAAA="}
     with pytest.raises(openai.BadRequestError):

@@ -88,7 +88,7 @@ def test_compaction_items_open_only_for_their_tenant(server: Server) -> None:
         sealed = alice.responses.compact(model=MODEL, input="Alice's secret plan.")
         # An output item goes back in as an input item: the SDK types the two apart.
         item = cast(
-            ResponseInputItemParam, sealed.output[0].model_dump(mode="json", exclude_none=True)
+            ResponseInputItemParam, sealed.output[-1].model_dump(mode="json", exclude_none=True)
         )
         assert alice.responses.input_tokens.count(model=MODEL, input=[item]).input_tokens > 0
         with pytest.raises(openai.BadRequestError) as refused:
