@@ -238,6 +238,8 @@ class ContainerService:
                 param="file",
                 code="path_is_a_folder",
             ) from None
+        except FileNotFoundError:  # a name that is not one file's (_tree.parent)
+            raise APIError(400, f"{filename[:64]!r} is not a file name.", param="file") from None
         file: JSON = {
             "id": new_id("cfile"),
             "object": "container.file",
