@@ -253,8 +253,8 @@ class ContainerService:
         return file
 
     def _check_room(self, known: list[JSON], adding: list[tuple[str, int]], param: str) -> None:
-        """Files sent to a container fit what a call copies in (docs/tools.md#limits): one
-        that did not could not run code until some were deleted."""
+        """Files sent to a container fit what a call copies in: one that did not could not
+        run code until some were deleted (docs/tools.md#what-a-call-keeps)."""
         replaced = {f"{DATA}/{name}" for name, _ in adding}
         kept = [int(f["bytes"]) for f in known if f["path"] not in replaced]
         sizes = kept + [size for _, size in adding]
