@@ -155,15 +155,18 @@ async def _upload(request: Request, max_bytes: int) -> tuple[str, bytes]:
         form = await request.form(max_files=1, max_fields=4)
     except MultiPartException as exc:
         raise APIError(400, f"Invalid multipart body: {exc.message}", param="file") from exc
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
-        raise APIError(
-            400,
-            "Send the file as the multipart field 'file', or JSON with a 'file_id'.",
-            param="file",
-            code="missing_required_parameter",
-        )
-    content = await upload.read()
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise APIError(
+                400,
+                "Send the file as the multipart field 'file', or JSON with a 'file_id'.",
+                param="file",
+                code="missing_required_parameter",
+            )
+        content = await upload.read()
+    finally:
+        await form.close()  # its spooled file, now rather than at garbage collection
     if len(content) > max_bytes:
         raise too_large(max_bytes)
     return upload_name(upload.filename), content

@@ -18,7 +18,6 @@ import logging
 import mimetypes
 import os
 import secrets
-import shutil
 import socket
 import time
 import weakref
@@ -26,7 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from respond._ids import new_id
-from respond.containers._sandbox import Limits, Outcome, Sandbox, SandboxError, SandboxMode
+from respond.containers import _tree
+from respond.containers._sandbox import (
+    DATA,
+    MAX_DEPTH,
+    MAX_ENTRIES,
+    Dropped,
+    Limits,
+    Outcome,
+    Sandbox,
+    SandboxError,
+    SandboxMode,
+)
 from respond.protocol.containers import DEFAULT_MINUTES
 from respond.protocol.errors import APIError
 from respond.store.base import JSON, ListQuery, Page
@@ -35,7 +45,12 @@ from respond.store.files import FileStore
 
 __all__ = [
     "DATA",
+    "MAX_DEPTH",
+    "MAX_ENTRIES",
+    "MAX_IMAGES",
+    "MAX_IMAGES_BYTES",
     "ContainerService",
+    "Dropped",
     "Limits",
     "Outcome",
     "Ran",
@@ -47,11 +62,16 @@ __all__ = [
 
 log = logging.getLogger("respond.containers")
 
-DATA = "/mnt/data"  # where the code sees a container's files
 SWEEP_SECONDS = 60.0
 YOUNG_SECONDS = 300  # a folder this new may belong to a container being created now
+SCRATCH = ".work"  # limits-only: a call's own copy of the container's folder (_boot.py)
 IMAGES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
+# Images a call wrote are shown (data: URLs in its outputs, stored with the response) up to
+# these; the rest stay container files. Without a total, one call's images could make a
+# response of hundreds of MB.
 MAX_IMAGE_BYTES = 4 * 1024 * 1024  # larger images are files, not image outputs
+MAX_IMAGES = 10
+MAX_IMAGES_BYTES = 8 * 1024 * 1024
 
 Snapshot = dict[str, tuple[int, int]]  # relative path -> (bytes, mtime in ns)
 
@@ -63,6 +83,7 @@ class Ran:
     outcome: Outcome
     written: list[JSON] = field(default_factory=list)
     images: list[str] = field(default_factory=list)  # data: URLs of the images it wrote
+    images_not_shown: int = 0  # beyond MAX_IMAGES or MAX_IMAGES_BYTES
 
 
 def replica_id(state: Path) -> str:
@@ -122,6 +143,7 @@ class ContainerService:
                 )
             _check_name(found[0]["filename"], param)
             copies.append(found)
+        self._check_room([], [(f["filename"], len(c)) for f, c in copies], param)
         now = int(time.time())
         container: JSON = {
             "id": container_id or new_id("cntr"),
@@ -177,7 +199,8 @@ class ContainerService:
             return False
         if held[1] == self.replica:
             async with self._lock(container_id):
-                await asyncio.to_thread(shutil.rmtree, self.folder(container_id), True)
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(_remove, self.state, container_id)
         return True
 
     def folder(self, container_id: str) -> Path:
@@ -196,6 +219,8 @@ class ContainerService:
     ) -> JSON:
         await self.held(tenant, container_id)
         async with self._lock(container_id):
+            known = await self.store.files(container_id)
+            self._check_room(known, [(filename, len(content))], "file")
             file = await self._put(tenant, container_id, filename, content, "user")
         await self.store.touch(tenant, container_id, int(time.time()))
         return file
@@ -203,10 +228,9 @@ class ContainerService:
     async def _put(
         self, tenant: str | None, container_id: str, filename: str, content: bytes, source: str
     ) -> JSON:
-        path = self.folder(container_id) / filename
         _check_name(filename, "file")
         try:
-            await asyncio.to_thread(path.write_bytes, content)
+            await asyncio.to_thread(_tree.write, self.folder(container_id), filename, content)
         except IsADirectoryError:
             raise APIError(
                 409,
@@ -214,6 +238,8 @@ class ContainerService:
                 param="file",
                 code="path_is_a_folder",
             ) from None
+        except FileNotFoundError:  # a name that is not one file's (_tree.parent)
+            raise APIError(400, f"{filename[:64]!r} is not a file name.", param="file") from None
         file: JSON = {
             "id": new_id("cfile"),
             "object": "container.file",
@@ -226,6 +252,22 @@ class ContainerService:
         await self.store.put_file(tenant, file)
         return file
 
+    def _check_room(self, known: list[JSON], adding: list[tuple[str, int]], param: str) -> None:
+        """Files sent to a container fit what a call copies in: one that did not could not
+        run code until some were deleted (docs/tools.md#what-a-call-keeps)."""
+        replaced = {f"{DATA}/{name}" for name, _ in adding}
+        kept = [int(f["bytes"]) for f in known if f["path"] not in replaced]
+        sizes = kept + [size for _, size in adding]
+        disk = self.sandbox.limits.disk_mb
+        if len(sizes) > MAX_ENTRIES or sum(map(_tree.cost, sizes)) > disk * 2**20:
+            raise APIError(
+                400,
+                f"A container holds at most {MAX_ENTRIES} files and {disk} MiB in all (the "
+                "sandbox's disk limit); this would be more. Delete some of its files first.",
+                param=param,
+                code="container_full",
+            )
+
     async def file_content(
         self, tenant: str | None, container_id: str, file_id: str
     ) -> tuple[JSON, bytes]:
@@ -234,9 +276,10 @@ class ContainerService:
         if file is None:
             raise missing_file(file_id)
         try:
-            content = await asyncio.to_thread(self._path(file).read_bytes)
+            content = await asyncio.to_thread(_tree.read, *self._where(file))
         except OSError:
             raise missing_file(file_id) from None  # removed by a call this moment
+        assert content is not None
         return file, content
 
     async def delete_file(self, tenant: str | None, container_id: str, file_id: str) -> bool:
@@ -245,12 +288,13 @@ class ContainerService:
             file = await self.store.get_file(tenant, container_id, file_id)
             if file is None or not await self.store.delete_file(tenant, container_id, file_id):
                 return False
-            with contextlib.suppress(FileNotFoundError):
-                await asyncio.to_thread(self._path(file).unlink)
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(_tree.unlink, *self._where(file))
         return True
 
-    def _path(self, file: JSON) -> Path:
-        return self.folder(file["container_id"]) / str(file["path"]).removeprefix(DATA + "/")
+    def _where(self, file: JSON) -> tuple[Path, str]:
+        """The container's folder, and the file's path in it."""
+        return self.folder(file["container_id"]), str(file["path"]).removeprefix(DATA + "/")
 
     # ------------------------------------------------------------ running code
 
@@ -262,7 +306,13 @@ class ContainerService:
         async with self._lock(container_id):
             await self.store.touch(tenant, container_id, int(time.time()))
             before = await asyncio.to_thread(_snapshot, folder)
-            outcome = await self.sandbox.run(code, folder)
+            try:
+                outcome = await self.sandbox.run(code, folder)
+            except SandboxError as exc:
+                log.warning("container %s: the call did not run: %s", container_id, exc)
+                raise
+            if outcome.dropped:
+                _log_dropped(container_id, outcome.dropped)
             after = await asyncio.to_thread(_snapshot, folder)
             ran = await self._sync(tenant, container_id, outcome, before, after)
         await self.store.touch(tenant, container_id, int(time.time()))
@@ -279,7 +329,7 @@ class ContainerService:
         known = {str(f["path"]): f for f in await self.store.files(container_id)}
         now = int(time.time())
         written: list[JSON] = []
-        images: list[str] = []
+        shown: list[str] = []  # images, by their path in the folder
         for relative, (size, _) in sorted(after.items()):
             path = f"{DATA}/{relative}"
             if before.get(relative) == after[relative] and path in known:
@@ -297,11 +347,11 @@ class ContainerService:
                 }
             )
             if Path(relative).suffix.lower() in IMAGES and size <= MAX_IMAGE_BYTES:
-                folder = self.folder(container_id)
-                images.append(await asyncio.to_thread(_data_url, folder, relative))
+                shown.append(relative)
+        images = await asyncio.to_thread(_data_urls, self.folder(container_id), shown)
         gone = [f["id"] for path, f in known.items() if path.removeprefix(DATA + "/") not in after]
         await self.store.sync_files(tenant, container_id, written, gone)
-        return Ran(outcome, written, images)
+        return Ran(outcome, written, images, len(shown) - len(images))
 
     # ------------------------------------------------------------ upkeep
 
@@ -345,27 +395,59 @@ def missing_file(file_id: str) -> APIError:
 
 
 def _snapshot(folder: Path) -> Snapshot:
-    found: Snapshot = {}
-    for dirpath, _, names in os.walk(folder):
-        for name in names:
-            path = Path(dirpath) / name
-            info = path.lstat()
-            found[path.relative_to(folder).as_posix()] = (info.st_size, info.st_mtime_ns)
-    return found
+    """The container's files: the regular ones (what else a call left was not copied back)."""
+    found = _tree.regular_files(folder, MAX_ENTRIES, MAX_DEPTH)
+    return {path: (info.st_size, info.st_mtime_ns) for path, info in found.items()}
 
 
-def _data_url(folder: Path, relative: str) -> str:
-    media = mimetypes.guess_type(relative)[0] or "image/png"
-    encoded = base64.b64encode((folder / relative).read_bytes()).decode()
-    return f"data:{media};base64,{encoded}"
+def _log_dropped(container_id: str, dropped: Dropped) -> None:
+    log.warning(
+        "container %s: the call's files not kept: %d links, FIFOs, sockets or devices; "
+        "%d files (%d bytes) and %d folders over the limits (e.g. %s)",
+        container_id,
+        dropped.special,
+        dropped.files,
+        dropped.bytes,
+        dropped.folders,
+        ", ".join(dropped.names),
+    )
+
+
+def _data_urls(folder: Path, images: list[str]) -> list[str]:
+    """The images as data: URLs, as many as MAX_IMAGES and MAX_IMAGES_BYTES allow."""
+    urls: list[str] = []
+    room = MAX_IMAGES_BYTES
+    for relative in images:
+        if len(urls) == MAX_IMAGES:
+            break
+        try:
+            content = _tree.read(folder, relative, min(room, MAX_IMAGE_BYTES))
+        except OSError:
+            continue
+        if content is None:
+            continue  # over what is left of the total: a smaller one may still fit
+        room -= len(content)
+        media = mimetypes.guess_type(relative)[0] or "image/png"
+        urls.append(f"data:{media};base64,{base64.b64encode(content).decode()}")
+    return urls
+
+
+def _remove(state: Path, name: str) -> None:
+    fd = os.open(state, _tree.FOLDER)
+    try:
+        _tree.remove_tree(fd, name)
+    finally:
+        os.close(fd)
 
 
 def _remove_stale(state: Path, live: set[str]) -> int:
-    """Remove the folders of this replica's containers that are no longer in the store."""
+    """Remove the folders of this replica's containers that are no longer in the store,
+    and the scratch folders of calls that were killed (limits-only)."""
     removed = 0
     for entry in state.glob("cntr_*"):
-        young = time.time() - entry.stat().st_mtime < YOUNG_SECONDS
-        if entry.name not in live and not young:
-            shutil.rmtree(entry, ignore_errors=True)
-            removed += 1
+        young = time.time() - entry.lstat().st_mtime < YOUNG_SECONDS
+        if entry.name.removesuffix(SCRATCH) not in live and not young:
+            with contextlib.suppress(OSError):
+                _remove(state, entry.name)
+            removed += not entry.name.endswith(SCRATCH)
     return removed

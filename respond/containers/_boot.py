@@ -16,10 +16,13 @@ In "namespaces" mode it
    kernel kills everything it started), chroots there, takes its limits, drops to the
    sandbox user (root mode) and runs the interpreter with an empty environment;
 4. waits at most `timeout` seconds (then kills it), and copies /mnt/data back into the
-   container's directory: regular files only, never following a link.
+   container's directory: regular files and folders only, never following a link, within
+   the limits on bytes and entries (`_tree.py`); what it leaves out is in its report.
 
-In "limits-only" mode (explicitly chosen, weaker) it does only steps 3 (no chroot, no
-namespaces: the code runs in the container's directory itself) and 4's wait.
+In "limits-only" mode (explicitly chosen, weaker) it does step 3 without namespaces or a
+chroot: the code runs in a scratch copy of the container's directory (`<id>.work`, the
+sandbox user's), which step 4 copies back by the same rules and removes. The container's
+directory itself stays the server's, out of reach of the code.
 """
 
 from __future__ import annotations
@@ -27,14 +30,33 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import importlib.util
 import json
 import os
 import resource
 import signal
-import stat
 import sys
 import time
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+
+def _sibling(name: str) -> ModuleType:
+    """respond's module `name` beside this file (standard library only): this file runs as
+    a script (-I -S), without respond on its path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_respond_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would (dataclasses look it up)
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from respond.containers import _tree
+else:
+    _tree = _sibling("_tree")
 
 # From <sched.h>, <sys/mount.h>, <sys/prctl.h>.
 CLONE_NEWNS = 0x00020000
@@ -62,7 +84,7 @@ SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 DATA = "/mnt/data"
 WRITABLE = ".rw"  # in the root: the writable places, one tmpfs
-MAX_FILES = 1000  # copied back from /mnt/data per call; beyond, the rest are dropped
+SCRATCH = ".work"  # limits-only: the code's folder is the container's, with this suffix
 POLL_SECONDS = 0.01
 
 # What the code's interpreter runs: the code, read from stdin, as a notebook cell (the
@@ -90,6 +112,10 @@ except BaseException as exc:
 """
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Refused(Exception):
+    """The call cannot run, for a reason the caller is told as it is."""
 
 
 def _check(result: int, what: str) -> None:
@@ -147,10 +173,12 @@ def _write(path: str, text: str) -> None:
         out.write(text)
 
 
-def _build_root(job: dict[str, Any], owner: tuple[int, int]) -> str:
+def _build_root(job: dict[str, Any], owner: tuple[int, int]) -> tuple[str, set[str]]:
     root: str = job["root"]
     size = job["limits"]["disk"]
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755")
+    # nr_inodes: files and folders at once, so that copying back walks a bounded tree.
+    options = f"size={size},nr_inodes={job['limits']['inodes']},mode=0755"
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, options)
     for name in SYSTEM:
         host = "/" + name
         if os.path.islink(host):
@@ -180,79 +208,82 @@ def _build_root(job: dict[str, Any], owner: tuple[int, int]) -> str:
             continue
         os.makedirs(root + path, mode=0o755, exist_ok=True)
         _bind(path, root + path)
-    _copy_in(job["workdir"], root + DATA, owner)
+    data = os.open(root + DATA, _tree.FOLDER)
+    try:
+        before = _copy_in(job, data, owner)
+    finally:
+        os.close(data)
     _mount("none", root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    return root
+    return root, before
 
 
 # ---------------------------------------------------------------- files in and out
 
 
-def _copy_in(host: str, sandbox: str, owner: tuple[int, int]) -> None:
-    """The container's files into the sandbox's /mnt/data, owned by the sandbox user."""
-    _copy_from(os.open(host, os.O_RDONLY | os.O_DIRECTORY), sandbox, owner)
-
-
-def _copy_out(data: int, host: str) -> None:
-    """The container's directory becomes what /mnt/data holds now. `data` is /mnt/data
-    opened before the code ran: the code may have replaced what its path names."""
-    for folder, _, files in os.walk(host, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(folder, name))
-        if folder != host:
-            os.rmdir(folder)
-    _copy_from(data, host, None)
-
-
-def _copy_from(source: int, target: str, owner: tuple[int, int] | None) -> None:
-    """Copy the regular files and directories under the directory `source` (a descriptor,
-    closed here) into `target`: never following a link, skipping anything else, at most
-    MAX_FILES files; `owner` owns the copies."""
-    copied = 0
+def _copy_in(job: dict[str, Any], data: int, owner: tuple[int, int]) -> set[str]:
+    """The container's files into the folder the code sees (`data`), owned by the sandbox
+    user; their paths. All of them, or the call does not run: what is not copied in would
+    be lost when the call's files are copied back."""
+    limits = job["limits"]
+    budget = _tree.Budget.of(limits)
+    host = os.open(job["workdir"], _tree.FOLDER)
     try:
-        for folder, _, files, fd in os.fwalk(".", dir_fd=source, follow_symlinks=False):
-            here = os.path.normpath(os.path.join(target, folder))
-            if here != target:
-                os.makedirs(here, exist_ok=True)
-                if owner is not None:
-                    os.chown(here, *owner)
-            for name in files:
-                if copied < MAX_FILES and _copy_file(fd, name, os.path.join(here, name), owner):
-                    copied += 1
+        _tree.copy_tree(host, data, budget, owner)
     finally:
-        os.close(source)
+        os.close(host)
+    if budget.cut:
+        raise Refused(
+            "the container holds more than a call may take in (at most "
+            f"{limits['entries']} files and folders, {limits['disk'] >> 20} MiB, folders "
+            f"{limits['depth']} deep): delete some of its files"
+        )
+    return budget.kept
 
 
-def _chown_tree(path: str, owner: tuple[int, int]) -> None:
-    """limits-only as root: the sandbox user owns the container's directory."""
-    os.chown(path, *owner)
-    for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.chown(os.path.join(folder, name), *owner, follow_symlinks=False)
-
-
-def _copy_file(folder: int, name: str, target: str, owner: tuple[int, int] | None) -> bool:
+def _copy_out(data: int, host: str, limits: dict[str, int], before: set[str]) -> dict[str, Any]:
+    """The container's directory becomes what the code's folder holds now, within the
+    limits, what it held `before` the call first. `data` is that folder opened before the
+    code ran: the code may have replaced what its path names. Returns what was left out
+    (the report's "dropped")."""
+    budget = _tree.Budget.of(limits)
+    target = os.open(host, _tree.FOLDER)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-    except OSError:
-        return False  # a link, or gone
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return False  # a FIFO, a socket, a device
-        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                os.write(out, chunk)
-            if owner is not None:
-                os.fchown(out, *owner)
-            # The same times: respond tells the files a call wrote by their size and time.
-            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
-        finally:
-            os.close(out)
-        return True
+        _tree.clear(target)
+        _tree.copy_tree(data, target, budget, first=before)
     finally:
-        os.close(fd)
+        os.close(target)
+    return budget.report()
+
+
+def _scratch(job: dict[str, Any], owner: tuple[int, int]) -> tuple[int, set[str]]:
+    """limits-only: the folder the code runs in (opened), a copy of the container's, its
+    user's; the paths copied in. A killed call's is removed first."""
+    state, name = os.path.split(job["workdir"] + SCRATCH)
+    parent = os.open(state, _tree.FOLDER)
+    try:
+        _tree.remove_tree(parent, name)
+        os.mkdir(name, 0o700, dir_fd=parent)
+        work = os.open(name, _tree.FOLDER, dir_fd=parent)
+    finally:
+        os.close(parent)
+    try:
+        os.fchown(work, *owner)
+        return work, _copy_in(job, work, owner)
+    except BaseException:
+        os.close(work)
+        _remove_scratch(job)
+        raise
+
+
+def _remove_scratch(job: dict[str, Any]) -> None:
+    state, name = os.path.split(job["workdir"] + SCRATCH)
+    parent = os.open(state, _tree.FOLDER)
+    try:
+        # A process the code left running may still write there: the sweep gets the rest.
+        with contextlib.suppress(OSError):
+            _tree.remove_tree(parent, name)
+    finally:
+        os.close(parent)
 
 
 # ---------------------------------------------------------------- the code's process
@@ -276,7 +307,7 @@ def _child(job: dict[str, Any], root: str | None, code_in: int) -> None:
             os.chroot(root)
             os.chdir(DATA)
         else:
-            os.chdir(job["workdir"])
+            os.chdir(job["workdir"] + SCRATCH)
         os.setsid()  # its own process group: a kill(0) reaches only the sandbox
         _limit(job["limits"])
         if job["uid"] is not None:
@@ -310,13 +341,29 @@ def _wait(pid: int, timeout: float) -> tuple[int, bool]:
 def run(job: dict[str, Any]) -> dict[str, Any]:
     owner = (job["uid"], job["gid"]) if job["uid"] is not None else (os.getuid(), os.getgid())
     root = None
-    data = -1
     if job["mode"] == "namespaces":
         _unshare(job)
-        root = _build_root(job, owner)
-        data = os.open(root + DATA, os.O_RDONLY | os.O_DIRECTORY)
-    elif job["uid"] is not None:
-        _chown_tree(job["workdir"], owner)
+        root, before = _build_root(job, owner)
+        data = os.open(root + DATA, _tree.FOLDER)
+    else:
+        data, before = _scratch(job, owner)
+    try:
+        status, timed_out = _run_code(job, root)
+        dropped = _copy_out(data, job["workdir"], job["limits"], before)
+    finally:
+        os.close(data)
+        if root is None:
+            _remove_scratch(job)
+    return {
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "timed_out": timed_out,
+        "dropped": dropped,
+    }
+
+
+def _run_code(job: dict[str, Any], root: str | None) -> tuple[int, bool]:
+    """Start the code, feed it, wait for it; its wait status and whether it timed out."""
     code_in, code_out = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -340,13 +387,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     if root is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)  # what it left running in its group
-    else:
-        _copy_out(data, job["workdir"])
-    return {
-        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "timed_out": timed_out,
-    }
+    return status, timed_out
 
 
 def main() -> None:
@@ -358,6 +399,8 @@ def main() -> None:
         sys.exit(1)
     try:
         outcome = run(job)
+    except Refused as exc:
+        outcome = {"error": str(exc)}
     except BaseException as exc:
         outcome = {"error": f"{type(exc).__name__}: {exc}"}
     os.write(report, json.dumps(outcome).encode())

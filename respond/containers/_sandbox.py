@@ -22,11 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Limits", "Outcome", "Sandbox", "SandboxError", "SandboxMode"]
+__all__ = ["Dropped", "Limits", "Outcome", "Sandbox", "SandboxError", "SandboxMode"]
 
 SandboxMode = Literal["namespaces", "limits-only"]
 BOOT = Path(__file__).with_name("_boot.py")
+DATA = "/mnt/data"  # where the code sees a container's files
 MAX_OUTPUT_BYTES = 64 * 1024  # of the code's output kept; the rest is read and dropped
+# What a call's folder may hold when copied back (beside the disk limit, in bytes): files
+# and folders together, and how deep folders nest. Fixed: they bound what one call leaves
+# on the host, and the work of every later call that copies it in.
+MAX_ENTRIES = 1000
+MAX_DEPTH = 32
+# Files and folders the code may have at once in namespaces mode (/mnt/data, /tmp and the
+# root's own few dozen): its tmpfs's nr_inodes.
+MAX_INODES = 100_000
 # Beyond the call's timeout, how long the bootstrap gets to copy files back and report.
 GRACE_SECONDS = 15.0
 
@@ -47,14 +56,61 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """What the copy back left out of the container: entries that are not regular files or
+    folders (links, FIFOs, sockets, devices), and files and folders beyond the limits."""
+
+    special: int = 0
+    files: int = 0
+    folders: int = 0  # each with whatever it held
+    bytes: int = 0  # the apparent size of the files left out
+    names: tuple[str, ...] = ()  # the first few of them
+
+    def __bool__(self) -> bool:
+        return bool(self.special or self.files or self.folders)
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> Dropped:
+        return cls(
+            special=int(report["special"]),
+            files=int(report["files"]),
+            folders=int(report["folders"]),
+            bytes=int(report["bytes"]),
+            names=tuple(str(n) for n in report["names"]),
+        )
+
+    def notes(self, limits: Limits) -> list[str]:
+        """What the call's output says about it."""
+        said = []
+        if self.special:
+            said.append(
+                f"[{self.special} entries in {DATA} were not kept: links, FIFOs, sockets and "
+                "devices are not container files (only regular files and folders are).]"
+            )
+        if self.files or self.folders:
+            said.append(
+                f"[Not kept: {self.files} files ({_size(self.bytes)}) and {self.folders} "
+                f"folders. The files kept from a call are at most {MAX_ENTRIES} files and "
+                f"folders, {limits.disk_mb} MiB in all (apparent sizes: a sparse file counts "
+                f"every byte, a hard link as one more copy), folders {MAX_DEPTH} deep.]"
+            )
+        return said
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count} bytes"
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """How one call ended: its output, and why it stopped."""
+    """How one call ended: its output, why it stopped, and what of its files was left out."""
 
     output: str
     truncated: bool = False
     exit_code: int | None = None
     signal: int | None = None
     timed_out: bool = False
+    dropped: Dropped = Dropped()
 
 
 @dataclass(frozen=True)
@@ -89,6 +145,9 @@ class Sandbox:
             uid, gid = entry.pw_uid, entry.pw_gid
         root = state / ".root"
         root.mkdir(parents=True, exist_ok=True)
+        # Only the server goes through it: the code of one container (limits-only, where
+        # it runs in the host's tree) cannot reach another's folder from its own.
+        state.chmod(0o700)
         return cls(mode, python, _installation(python), uid, gid, limits, root)
 
     async def run(self, code: str, workdir: Path) -> Outcome:
@@ -138,6 +197,9 @@ class Sandbox:
                 "memory": limits.memory_mb * 1024 * 1024,
                 "disk": limits.disk_mb * 1024 * 1024,
                 "processes": limits.processes,
+                "entries": MAX_ENTRIES,
+                "depth": MAX_DEPTH,
+                "inodes": MAX_INODES,
             },
             "timeout": limits.timeout,
             "code": code,
@@ -172,6 +234,7 @@ class Sandbox:
             exit_code=ended["exit"],
             signal=ended["signal"],
             timed_out=ended["timed_out"],
+            dropped=Dropped.of(ended["dropped"]),
         )
 
     def probe(self) -> None:

@@ -344,7 +344,8 @@ async def test_limits_only_runs_code_in_its_folder_and_kills_what_it_leaves(
     tmp_path: Path,
 ) -> None:
     """The weaker mode (--code-interpreter-sandbox limits-only): no namespaces, but the
-    limits, the folder, the empty environment and the kill at the time limit hold."""
+    limits, a scratch copy of the folder, the empty environment and the kill at the time
+    limit hold."""
     # As root the code runs as nobody, who cannot run an interpreter under /root.
     python = "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
     limits = Limits(timeout=3, cpu_seconds=30, memory_mb=1024, disk_mb=16, processes=4096)
@@ -354,8 +355,9 @@ async def test_limits_only_runs_code_in_its_folder_and_kills_what_it_leaves(
     ran = await sandbox.run(
         "import os\nprint(os.getcwd(), dict(os.environ))\nopen('f', 'w').write('x')", folder
     )
-    assert ran.output.split()[0] == str(folder) and ran.exit_code == 0
+    assert ran.output.split()[0] == f"{folder}.work" and ran.exit_code == 0
     assert (folder / "f").read_text() == "x"
+    assert not Path(f"{folder}.work").exists()  # the scratch copy is removed
     ran = await sandbox.run(
         "import subprocess\nsubprocess.Popen(['sleep', '61.25'])\nwhile True:\n    pass", folder
     )
@@ -473,7 +475,8 @@ boot, python, folder = sys.argv[1:4]
 read, write = os.pipe()
 job = {"mode": "namespaces", "python": python, "binds": [], "workdir": folder + "/work",
        "root": folder + "/root", "uid": None, "gid": None,
-       "limits": {"cpu": 10, "memory": 1 << 30, "disk": 8 << 20, "processes": 64},
+       "limits": {"cpu": 10, "memory": 1 << 30, "disk": 8 << 20, "processes": 64,
+                  "entries": 1000, "depth": 32, "inodes": 10000},
        "timeout": 10.0, "code": sys.stdin.read(), "report": write, "server": os.getpid()}
 boot = subprocess.Popen([python, "-I", "-S", boot], stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write,))
@@ -492,7 +495,8 @@ def test_a_respond_that_is_not_root_isolates_code_in_a_user_namespace() -> None:
     try:
         for name in ("work", "root"):
             (folder / name).mkdir()
-        shutil.copy(Path(__file__).parents[2] / "respond" / "containers" / "_boot.py", folder)
+        for module in ("_boot.py", "_tree.py"):
+            shutil.copy(Path(__file__).parents[2] / "respond" / "containers" / module, folder)
         (folder / "driver.py").write_text(DRIVER)
         if root:
             for path in (folder, *folder.iterdir()):
@@ -513,7 +517,9 @@ def test_a_respond_that_is_not_root_isolates_code_in_a_user_namespace() -> None:
         )
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout)
-        assert result["report"] == {"exit": 0, "signal": None, "timed_out": False}, result
+        nothing = {"special": 0, "files": 0, "folders": 0, "bytes": 0, "names": []}
+        ended = {"exit": 0, "signal": None, "timed_out": False, "dropped": nothing}
+        assert result["report"] == ended, result
         said = result["output"]
         assert f"uid {os.geteuid() if not root else 65534} []" in said
         assert "Network is unreachable" in said and "sees /tmp of the host: False" in said

@@ -126,3 +126,17 @@ async def test_a_container_made_with_a_file_it_cannot_hold_is_not_made(
     assert (raised.value.status, raised.value.param) == (400, "file_ids")
     page = await service.list_containers("t", None, ListQuery())
     assert page.data == [] and not list(service.state.glob("cntr_*"))
+
+
+async def test_files_sent_to_a_container_fit_what_a_call_copies_in(
+    service: ContainerService,
+) -> None:
+    """Uploads past the disk limit (8 MiB here) are refused: a container holding more could
+    not run code until some were deleted. Replacing a file counts it once."""
+    made = await service.create("t", "box")
+    await service.add_file("t", made["id"], "a", b"x" * (5 << 20))
+    await service.add_file("t", made["id"], "a", b"x" * (6 << 20))
+    with pytest.raises(APIError) as raised:
+        await service.add_file("t", made["id"], "b", b"x" * (3 << 20))
+    assert (raised.value.status, raised.value.code) == (400, "container_full")
+    assert raised.value.param == "file"

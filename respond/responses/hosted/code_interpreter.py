@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from respond._ids import new_id
-from respond.containers import ContainerService, Ran, SandboxError
+from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CodeInterpreterCallInput, CreateResponseBody, InputItem
 from respond.protocol.tools import CodeInterpreterTool, FunctionTool
@@ -213,8 +213,9 @@ class _Executor:
         if outcome.truncated:
             logs += "\n[The output was cut: only its first 64 KiB are kept.]"
         note = _stopped(ran, self.service)
-        if note:
-            logs = f"{logs.rstrip()}\n{note}" if logs.strip() else note
+        for said in (note, *_cut(ran, self.service)):
+            if said:
+                logs = f"{logs.rstrip()}\n{said}" if logs.strip() else said
         outputs: list[dict[str, Any]] = [{"type": "logs", "logs": logs}] if logs else []
         outputs += [{"type": "image", "url": url} for url in ran.images]
         text = logs_text(outputs)
@@ -226,6 +227,17 @@ class _Executor:
             stopped=bool(note),
             written=tuple((self.container_id, f["id"], str(f["path"])) for f in ran.written),
         )
+
+
+def _cut(ran: Ran, service: ContainerService) -> list[str]:
+    """What a limit left out of the call's files and images."""
+    said = ran.outcome.dropped.notes(service.sandbox.limits)
+    if ran.images_not_shown:
+        said.append(
+            f"[{ran.images_not_shown} images not shown: a call shows at most {MAX_IMAGES} "
+            f"images, {MAX_IMAGES_BYTES >> 20} MiB in all. They are in the container's files.]"
+        )
+    return said
 
 
 def _stopped(ran: Ran, service: ContainerService) -> str:
