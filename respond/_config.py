@@ -80,6 +80,7 @@ class Settings:
     upstream_key: str | None = None
     upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"
     mcp_allow: list[str] = field(default_factory=list)  # MCP URLs respond may connect to
+    mcp_allow_loopback: bool = False  # requests may name MCP servers on this host's loopback
     mcp_timeout: float = 60.0  # seconds, per MCP list or call
     # The code_interpreter tool and the Containers API (docs/tools.md#code-interpreter).
     code_interpreter: bool = False
@@ -137,6 +138,7 @@ class McpServerConfig:
 class McpSettings:
     servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     allow: tuple[str, ...] = ()  # URL or host patterns (hosted/egress.py)
+    allow_loopback: bool = False  # loopback URLs in requests (configured servers need not)
     timeout: float = DEFAULTS.mcp_timeout
 
 

@@ -405,12 +405,20 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "mcp_allow",
         ("--mcp-allow",),
-        "let requests use MCP servers whose URL or host matches this wildcard pattern "
-        "(repeatable; beyond configured servers and loopback)",
+        "let requests use MCP servers whose host matches this wildcard pattern, or whose URL "
+        "starts with this URL (scheme, host, port, path) (repeatable; beyond configured servers)",
         metavar="PATTERN",
         kind="list",
-        readme="MCP server URLs/hosts requests may use, beyond configured servers and loopback "
-        "(repeatable)",
+        readme="MCP servers requests may use, beyond configured servers: a host wildcard "
+        "(`*.corp.example`) or a URL prefix (repeatable; "
+        "[egress](docs/tools.md#egress))",
+    ),
+    Flag(
+        "mcp_allow_loopback",
+        ("--mcp-allow-loopback",),
+        "let requests use MCP servers on this host's loopback (localhost, 127.0.0.0/8, ::1); "
+        "off by default, configured servers excepted",
+        kind="switch",
     ),
     Flag(
         "mcp_timeout",

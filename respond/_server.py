@@ -114,7 +114,12 @@ def build_server(
     # Every tenant's state lies under it: readable by respond's user only (0700 when made).
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     served = dict(engines) if engines is not None else build_engines(settings)
-    mcp = mcp_settings(config, allow=tuple(settings.mcp_allow), timeout=settings.mcp_timeout)
+    mcp = mcp_settings(
+        config,
+        allow=tuple(settings.mcp_allow),
+        timeout=settings.mcp_timeout,
+        allow_loopback=settings.mcp_allow_loopback,
+    )
     try:
         store = make_store(
             settings.store_url, settings.data_dir, ttl_seconds=settings.store_ttl_seconds
