@@ -62,6 +62,10 @@ class Settings:
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
     max_file_mb: int = 64  # POST /v1/files: larger files get 413
+    # What reading one file for a vector store may cost (respond/files/_worker.py).
+    extract_timeout: float = 60.0  # wall-clock seconds, in a child process
+    extract_max_pages: int = 2000  # pages of a PDF
+    extract_max_chars: int = 10_000_000  # characters of text
     embedding_model: str | None = None  # a GGUF file; None: bundled MiniLM; "none": no model
     max_input_items: int = Limits.input_items  # request limits (docs/api.md#limits)
     max_tools: int = Limits.tools

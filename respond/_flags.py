@@ -279,6 +279,30 @@ FLAGS: tuple[Flag, ...] = (
         readme="larger uploads to `/v1/files` get 413 ([docs/files.md](docs/files.md))",
     ),
     Flag(
+        "extract_timeout",
+        ("--extract-timeout",),
+        "seconds reading one file for a vector store may take (in a child process); longer "
+        "fails the file",
+        number,
+        "S",
+        readme="seconds reading one file for a vector store may take, in a child process; "
+        "longer fails the file ([extraction limits](docs/files.md#extraction-limits))",
+    ),
+    Flag(
+        "extract_max_pages",
+        ("--extract-max-pages",),
+        "PDFs with more pages fail to index",
+        integer,
+        "N",
+    ),
+    Flag(
+        "extract_max_chars",
+        ("--extract-max-chars",),
+        "files with more characters of text fail to index",
+        integer,
+        "N",
+    ),
+    Flag(
         "embedding_model",
         ("--embedding-model",),
         "GGUF embedding model for /v1/embeddings and vector search ('none': lexical search only)",

@@ -103,6 +103,7 @@ def build_server(
     from respond._registry import build_engines
     from respond.api._common import KeyRing
     from respond.app import create_app
+    from respond.files import ExtractLimits
     from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
@@ -138,6 +139,11 @@ def build_server(
         max_body_mb=settings.max_body_mb,
         max_file_mb=settings.max_file_mb,
         embedder=_embedder(settings, config),
+        extract_limits=ExtractLimits(
+            timeout=settings.extract_timeout,
+            max_pages=settings.extract_max_pages,
+            max_chars=settings.extract_max_chars,
+        ),
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,
