@@ -73,7 +73,7 @@ def test_a_pdf_bomb_fails_at_the_time_cap_and_other_tenants_stay_fast(server: Se
     assert "--extract-timeout" in entry.last_error.message
     # While the bomb was read, another tenant's requests took about what they took before.
     assert statistics.median(during) < max(3 * baseline, 0.05), (baseline, during)
-    assert max(during) < 0.5, (baseline, during)
+    assert max(during) < 1.0, (baseline, during)
     # And the server is still indexing: a plain file after the bomb completes.
     with openai_client(server.base_url, "key-alice") as alice:
         good = alice.files.create(file=("ok.txt", b"glaciers carve valleys"), purpose="assistants")
