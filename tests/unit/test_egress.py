@@ -7,9 +7,13 @@ in `.corp.example`, the metadata address and 0.0.0.0 included.
 
 from __future__ import annotations
 
+import httpx2
 import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import PARSE_ERROR
 
 from respond.protocol.errors import APIError
+from respond.responses.hosted._mcp_client import UNREACHABLE, _failure
 from respond.responses.hosted.egress import Egress
 
 HOST = "*.corp.example"
@@ -102,3 +106,29 @@ def test_a_refused_url_says_how_to_allow_it() -> None:
     with pytest.raises(APIError) as invalid:
         Egress().check("file:///etc/passwd", "tools[0].server_url")
     assert invalid.value.code == "invalid_value"
+
+
+# ---------------------------------------------------------------- what a failed call says
+
+
+def test_a_call_failure_names_the_status_or_error_but_never_what_the_far_end_wrote() -> None:
+    """Calls report an HTTP status (with its standard phrase, not the server's own) or the
+    server's MCP error; errors the mcp client makes from an answer it could not parse
+    (they quote the body) read as "could not reach the MCP server", as does anything else."""
+    secret = "internal-service-secret"
+    request = httpx2.Request("POST", "http://mcp.corp.example/mcp")
+    response = httpx2.Response(500, request=request, extensions={"reason_phrase": secret.encode()})
+    status = httpx2.HTTPStatusError(secret, request=request, response=response)
+    cases = {
+        "HTTP status code: 500 (Internal Server Error)": status,
+        "Unknown tool: x (MCP error -32602)": MCPError(-32602, "Unknown tool: x"),
+        UNREACHABLE: MCPError(PARSE_ERROR, f"Failed to parse JSON response: {secret}"),
+    }
+    for expected, exc in cases.items():
+        error = _failure(ExceptionGroup("task group", [exc])).error
+        assert error is not None and error["message"] == expected
+    assert _failure(httpx2.ConnectError(secret)).error == {
+        "type": "mcp_protocol_error",
+        "code": -32000,
+        "message": UNREACHABLE,
+    }
