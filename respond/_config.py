@@ -62,6 +62,10 @@ class Settings:
     store_ttl_seconds: int = 30 * 24 * 3600
     max_body_mb: int = 32
     max_file_mb: int = 64  # POST /v1/files: larger files get 413
+    # What reading one file for a vector store may cost (respond/files/_worker.py).
+    extract_timeout: float = 60.0  # wall-clock seconds, in a child process
+    extract_max_pages: int = 2000  # pages of a PDF
+    extract_max_chars: int = 10_000_000  # characters of text
     embedding_model: str | None = None  # a GGUF file; None: bundled MiniLM; "none": no model
     max_input_items: int = Limits.input_items  # request limits (docs/api.md#limits)
     max_tools: int = Limits.tools
@@ -80,6 +84,7 @@ class Settings:
     upstream_key: str | None = None
     upstream_api: str = "chat"  # "chat" (Chat Completions) or "responses"
     mcp_allow: list[str] = field(default_factory=list)  # MCP URLs respond may connect to
+    mcp_allow_loopback: bool = False  # requests may name MCP servers on this host's loopback
     mcp_timeout: float = 60.0  # seconds, per MCP list or call
     # The code_interpreter tool and the Containers API (docs/tools.md#code-interpreter).
     code_interpreter: bool = False
@@ -137,6 +142,7 @@ class McpServerConfig:
 class McpSettings:
     servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     allow: tuple[str, ...] = ()  # URL or host patterns (hosted/egress.py)
+    allow_loopback: bool = False  # loopback URLs in requests (configured servers need not)
     timeout: float = DEFAULTS.mcp_timeout
 
 

@@ -122,15 +122,17 @@ def mcp_settings(
     *,
     allow: tuple[str, ...] = (),
     timeout: float = DEFAULTS.mcp_timeout,
+    allow_loopback: bool = False,
 ) -> McpSettings:
     """The [mcp] table, with the command line's allow patterns added to the file's (the file's
     timeout, when it sets one, wins over the command line's)."""
     if config is None:
-        return McpSettings(allow=allow, timeout=timeout)
+        return McpSettings(allow=allow, timeout=timeout, allow_loopback=allow_loopback)
     return McpSettings(
         servers=config.mcp_servers,
         allow=(*config.mcp_allow, *allow),
         timeout=timeout if config.mcp_timeout is None else config.mcp_timeout,
+        allow_loopback=allow_loopback,
     )
 
 

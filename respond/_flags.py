@@ -279,6 +279,30 @@ FLAGS: tuple[Flag, ...] = (
         readme="larger uploads to `/v1/files` get 413 ([docs/files.md](docs/files.md))",
     ),
     Flag(
+        "extract_timeout",
+        ("--extract-timeout",),
+        "seconds reading one file for a vector store may take (in a child process); longer "
+        "fails the file",
+        number,
+        "S",
+        readme="seconds reading one file for a vector store may take, in a child process; "
+        "longer fails the file ([extraction limits](docs/files.md#extraction-limits))",
+    ),
+    Flag(
+        "extract_max_pages",
+        ("--extract-max-pages",),
+        "PDFs with more pages fail to index",
+        integer,
+        "N",
+    ),
+    Flag(
+        "extract_max_chars",
+        ("--extract-max-chars",),
+        "files with more characters of text fail to index",
+        integer,
+        "N",
+    ),
+    Flag(
         "embedding_model",
         ("--embedding-model",),
         "GGUF embedding model for /v1/embeddings and vector search ('none': lexical search only)",
@@ -405,12 +429,20 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "mcp_allow",
         ("--mcp-allow",),
-        "let requests use MCP servers whose URL or host matches this wildcard pattern "
-        "(repeatable; beyond configured servers and loopback)",
+        "let requests use MCP servers whose host matches this wildcard pattern, or whose URL "
+        "starts with this URL (scheme, host, port, path) (repeatable; beyond configured servers)",
         metavar="PATTERN",
         kind="list",
-        readme="MCP server URLs/hosts requests may use, beyond configured servers and loopback "
-        "(repeatable)",
+        readme="MCP servers requests may use, beyond configured servers: a host wildcard "
+        "(`*.corp.example`) or a URL prefix (repeatable; "
+        "[egress](docs/tools.md#egress))",
+    ),
+    Flag(
+        "mcp_allow_loopback",
+        ("--mcp-allow-loopback",),
+        "let requests use MCP servers on this host's loopback (localhost, 127.0.0.0/8, ::1); "
+        "off by default, configured servers excepted",
+        kind="switch",
     ),
     Flag(
         "mcp_timeout",

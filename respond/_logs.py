@@ -38,3 +38,9 @@ def configure_logging(level: str, fmt: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
     # httpx logs every upstream request at INFO; the access log already has one line each.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the mcp client's httpx
+    # The mcp client logs what a server that is not MCP answered (its whole body, with a
+    # traceback) as an error: a request naming a URL must not copy an internal service's
+    # answer into the log (#32). respond.mcp logs each failure without it; debug shows all.
+    if level.lower() != "debug":
+        logging.getLogger("mcp.client").setLevel(logging.CRITICAL)

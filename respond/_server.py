@@ -103,6 +103,7 @@ def build_server(
     from respond._registry import build_engines
     from respond.api._common import KeyRing
     from respond.app import create_app
+    from respond.files import ExtractLimits
     from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
@@ -114,7 +115,12 @@ def build_server(
     # Every tenant's state lies under it: readable by respond's user only (0700 when made).
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     served = dict(engines) if engines is not None else build_engines(settings)
-    mcp = mcp_settings(config, allow=tuple(settings.mcp_allow), timeout=settings.mcp_timeout)
+    mcp = mcp_settings(
+        config,
+        allow=tuple(settings.mcp_allow),
+        timeout=settings.mcp_timeout,
+        allow_loopback=settings.mcp_allow_loopback,
+    )
     try:
         store = make_store(
             settings.store_url, settings.data_dir, ttl_seconds=settings.store_ttl_seconds
@@ -133,6 +139,11 @@ def build_server(
         max_body_mb=settings.max_body_mb,
         max_file_mb=settings.max_file_mb,
         embedder=_embedder(settings, config),
+        extract_limits=ExtractLimits(
+            timeout=settings.extract_timeout,
+            max_pages=settings.extract_max_pages,
+            max_chars=settings.extract_max_chars,
+        ),
         limits=settings.limits,
         sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
         n_predict=settings.n_predict,

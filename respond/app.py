@@ -36,7 +36,7 @@ from respond.api import (
 from respond.api._common import KeyRing
 from respond.containers import ContainerService, Sandbox
 from respond.engines._base import Engine
-from respond.files import Embedder, make_file_service
+from respond.files import Embedder, ExtractLimits, make_file_service
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
@@ -75,6 +75,7 @@ def create_app(
     reasoning_events: ReasoningEvents = DEFAULTS.reasoning_events,
     max_file_mb: int = DEFAULTS.max_file_mb,
     embedder: Embedder | None = None,
+    extract_limits: ExtractLimits | None = None,
     drain: Drain | None = None,
     sandbox: Sandbox | None = None,
 ) -> FastAPI:
@@ -109,6 +110,7 @@ def create_app(
             stale_after=STALE_SECONDS,
             max_file_mb=max_file_mb,
             embedder=embedder,
+            extract_limits=extract_limits,
         )
         if runs is not None
         else None

@@ -70,7 +70,11 @@ def _pg_unreachable() -> str | None:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One real respond process serving the bundled model, shared by the e2e tests."""
-    srv = start_server(Path(tmp_path_factory.mktemp("server")), "--threads", "2")
+    # Loopback MCP servers on: tests/clients/test_agents_sdk_mcp.py and test_mcp_everything.py
+    # point requests at MCP servers they start on 127.0.0.1 (off by default, #32).
+    srv = start_server(
+        Path(tmp_path_factory.mktemp("server")), "--threads", "2", "--mcp-allow-loopback"
+    )
     yield srv
     srv.stop()
 

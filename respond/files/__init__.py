@@ -17,6 +17,7 @@ from respond.files._indexer import Indexer
 from respond.files._llama_embedder import bundled_embedder, file_embedder
 from respond.files._search import Hit, Retriever
 from respond.files._upstream_embedder import upstream_embedder
+from respond.files._worker import ExtractLimits
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
 from respond.store.base import Store
@@ -27,6 +28,7 @@ from respond.store.sql import SQLStore
 __all__ = [
     "AUTO",
     "Embedder",
+    "ExtractLimits",
     "ExtractionError",
     "FileService",
     "Hit",
@@ -93,6 +95,7 @@ def make_file_service(
     stale_after: int,
     max_file_mb: int,
     embedder: Embedder | None = None,
+    extract_limits: ExtractLimits | None = None,
 ) -> FileService | None:
     """The service over `store`; None when there is no SQL store to keep files in."""
     if not isinstance(store, SQLStore):
@@ -101,7 +104,7 @@ def make_file_service(
     return FileService(
         files=files,
         chunks=chunks,
-        indexer=Indexer(chunks, runner, stale_after, embedder),
+        indexer=Indexer(chunks, runner, stale_after, embedder, extract_limits),
         retriever=Retriever(files, chunks, embedder),
         max_file_bytes=max_file_mb * 1024 * 1024,
         embedder=embedder,

@@ -3,16 +3,29 @@
 The kind is told by the file name's extension (and a PDF by its magic bytes too). What
 cannot be read fails that one file with an `ExtractionError` (its `last_error`), never
 the batch it came in.
+
+The server does not call this in its own process: respond/files/_worker.py runs this file
+as a script in a child process (`main` below), under a time cap, so a file that is costly
+to read (a PDF whose pages all show one huge content stream) takes no CPU or GIL from the
+requests the server is answering. The page and text caps are checked here, page by page.
+This file imports nothing from respond, so the child starts without the server's imports.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import resource
+import sys
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
 
-__all__ = ["TEXT_EXTENSIONS", "ExtractionError", "extract_text"]
+__all__ = ["TEXT_EXTENSIONS", "ExtractionError", "extract_text", "main"]
+
+MAX_PAGES = 2000  # the defaults of --extract-max-pages and --extract-max-chars
+MAX_CHARS = 10_000_000
+WORKER_MEMORY = 2 << 30  # bytes of address space for the child (pypdf on a big file)
 
 # Plain text, Markdown and the source code OpenAI's file_search lists, read as UTF-8.
 TEXT_EXTENSIONS = frozenset(
@@ -33,10 +46,27 @@ class ExtractionError(Exception):
         self.message = message
 
 
-def extract_text(filename: str, content: bytes) -> str:
+def extract_text(
+    filename: str, content: bytes, *, max_pages: int = MAX_PAGES, max_chars: int = MAX_CHARS
+) -> str:
+    text = _extract(filename, content, max_pages, max_chars)
+    if len(text) > max_chars:
+        raise _too_much(filename, max_chars)
+    return text
+
+
+def _too_much(filename: str, max_chars: int) -> ExtractionError:
+    return ExtractionError(
+        "invalid_file",
+        f"'{filename}' holds more than {max_chars:,} characters of text, the most this server "
+        "indexes from one file (--extract-max-chars).",
+    )
+
+
+def _extract(filename: str, content: bytes, max_pages: int, max_chars: int) -> str:
     suffix = PurePosixPath(filename.lower()).suffix
     if suffix == ".pdf" or content.startswith(b"%PDF-"):
-        return _pdf(content)
+        return _pdf(filename, content, max_pages, max_chars)
     if suffix in (".html", ".htm", ".xhtml"):
         return _html(_decode(content, filename))
     if suffix == ".json":
@@ -106,7 +136,7 @@ def _html(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _pdf(content: bytes) -> str:
+def _pdf(filename: str, content: bytes, max_pages: int, max_chars: int) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -114,6 +144,40 @@ def _pdf(content: bytes) -> str:
         reader = PdfReader(io.BytesIO(content))
         if reader.is_encrypted:
             raise ExtractionError("unsupported_file", "Encrypted PDFs are not supported.")
-        return "\n\n".join(page.extract_text() or "" for page in reader.pages)
+        if len(reader.pages) > max_pages:
+            raise ExtractionError(
+                "invalid_file",
+                f"'{filename}' has {len(reader.pages):,} pages, more than the {max_pages:,} "
+                "this server indexes from one PDF (--extract-max-pages).",
+            )
+        texts, size = [], 0
+        for page in reader.pages:  # the text cap is checked as pages are read, not at the end
+            texts.append(page.extract_text() or "")
+            size += len(texts[-1]) + 2
+            if size > max_chars:
+                raise _too_much(filename, max_chars)
+        return "\n\n".join(texts)
     except (PdfReadError, ValueError, KeyError, TypeError) as exc:
         raise ExtractionError("invalid_file", f"The PDF could not be read: {exc}.") from None
+
+
+def main() -> None:
+    """The child's side: argv is the file name and the two caps, stdin the file; stdout gets
+    one JSON object, {"text": ...} or {"error": {"code", "message"}}."""
+    filename, max_pages, max_chars = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.nice(10)  # behind the server's own threads when the cores are busy
+    resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY, WORKER_MEMORY))
+    content = sys.stdin.buffer.read()
+    try:
+        answer: dict[str, object] = {
+            "text": extract_text(filename, content, max_pages=max_pages, max_chars=max_chars)
+        }
+    except ExtractionError as exc:
+        answer = {"error": {"code": exc.code, "message": exc.message}}
+    except MemoryError:
+        answer = {"error": {"code": "invalid_file", "message": f"'{filename}' is too big to read."}}
+    sys.stdout.write(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,8 @@ import logging
 
 from respond.files._chunking import chunk_text, resolve
 from respond.files._embedding import Embedder, pack
-from respond.files._extract import ExtractionError, extract_text
+from respond.files._extract import ExtractionError
+from respond.files._worker import ExtractLimits, extract_in_worker
 from respond.store.chunks import Chunk, ChunkStore, Claim
 
 __all__ = ["Indexer"]
@@ -25,12 +26,18 @@ POLL_SECONDS = 2.0
 
 class Indexer:
     def __init__(
-        self, chunks: ChunkStore, runner: str, stale_after: int, embedder: Embedder | None
+        self,
+        chunks: ChunkStore,
+        runner: str,
+        stale_after: int,
+        embedder: Embedder | None,
+        limits: ExtractLimits | None = None,
     ) -> None:
         self.chunks = chunks
         self.runner = runner
         self.stale_after = stale_after
         self.embedder = embedder
+        self.limits = limits or ExtractLimits()
         self._wake = asyncio.Event()
 
     def wake(self) -> None:
@@ -67,7 +74,7 @@ class Indexer:
         await self.chunks.finish(self.runner, claim, chunks)
 
     async def _chunks(self, claim: Claim) -> list[Chunk]:
-        text = await asyncio.to_thread(extract_text, claim.filename, claim.content)
+        text = await extract_in_worker(claim.filename, claim.content, self.limits)
         strategy = claim.entry.get("chunking_strategy")
         texts = chunk_text(text, resolve(strategy))
         vectors: list[bytes | None] = [None] * len(texts)

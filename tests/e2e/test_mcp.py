@@ -8,7 +8,10 @@ runs, emits and stores, not what the model says.
 
 from __future__ import annotations
 
+import http.server
 import json
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +25,7 @@ from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.clients import openai_client
 from tests.support.mcp import McpTestServer, start_mcp_server
 from tests.support.schema import validate_event
-from tests.support.server import Server, start_server
+from tests.support.server import Server, free_port, start_server
 from tests.support.sse import read_events
 
 TIMEOUT_S = 8  # --mcp-timeout of the server under test; the slow tool takes 30 s
@@ -59,7 +62,8 @@ headers = {{ Authorization = "Bearer {mcp.token}" }}
 require_approval = "never"
 """
     )
-    server = start_server(tmp, "--threads", "2", "--config", str(config))
+    # The tests' MCP server is on loopback, which requests may name only when allowed.
+    server = start_server(tmp, "--threads", "2", "--config", str(config), "--mcp-allow-loopback")
     yield server
     server.stop()
 
@@ -347,6 +351,80 @@ def test_an_unreachable_server_is_a_424_naming_it(sdk: openai.OpenAI) -> None:
             create(sdk, tools=[down], stream=stream)
         assert caught.value.status_code == 424
         assert "'down'" in caught.value.message
+
+
+SECRET = "internal-service-secret-7f3a"
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    """An internal HTTP service that is not MCP: whatever it is asked, a body with a secret."""
+
+    def _answer(self) -> None:
+        status = 500 if self.path.startswith("/500") else 200
+        body = json.dumps({"secret": SECRET, "jsonrpc": SECRET}).encode()
+        self.send_response(status, f"Reason {SECRET}")
+        self.send_header("Content-Type", "application/json" if status == 200 else "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[dict[str, str]]:
+    """Loopback ports of every kind: closed, open but not HTTP, HTTP but not MCP."""
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    raw = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def banner() -> None:  # an SSH-like service: says something, then hangs up
+        raw.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = raw.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.sendall(f"SSH-2.0-{SECRET}\r\n".encode())
+
+    threads = [threading.Thread(target=web.serve_forever), threading.Thread(target=banner)]
+    for thread in threads:
+        thread.start()
+    web_port, raw_port = web.server_address[1], raw.getsockname()[1]
+    yield {
+        "closed": f"http://127.0.0.1:{free_port()}/mcp",
+        "not_http": f"http://127.0.0.1:{raw_port}/mcp",
+        "http_200": f"http://127.0.0.1:{web_port}/mcp",
+        "http_500": f"http://127.0.0.1:{web_port}/500/mcp",
+    }
+    stop.set()
+    web.shutdown()
+    for thread in threads:
+        thread.join()
+    web.server_close()
+    raw.close()
+
+
+def test_an_unlistable_server_says_only_that_it_could_not_be_reached(
+    respond: Server, sdk: openai.OpenAI, services: dict[str, str]
+) -> None:
+    """#32: the 424 told closed, open and HTTP ports apart and echoed the service's body.
+    Now every kind of port reads the same, and nothing the far end sent is repeated."""
+    messages = {}
+    for kind, url in services.items():
+        probe = {"type": "mcp", "server_label": "probe", "server_url": url}
+        with pytest.raises(openai.APIStatusError) as caught:
+            create(sdk, tools=[probe])
+        assert caught.value.status_code == 424, kind
+        messages[kind] = caught.value.message
+        assert SECRET not in json.dumps(caught.value.body), kind
+    assert len(set(messages.values())) == 1, messages
+    assert "could not reach the MCP server" in messages["closed"]
+    assert SECRET not in respond.log()
 
 
 def test_egress_refuses_urls_off_the_allow_list(sdk: openai.OpenAI) -> None:

@@ -1,4 +1,7 @@
-"""Hosted tools without a network: egress, naming, approval rules, config, events, replay."""
+"""Hosted tools without a network: naming, approval rules, config, events, replay.
+
+Egress has its own table in test_egress.py.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import pytest
 
 from respond._config_file import ConfigError, load_config, load_mcp_config
 from respond.engines import _base as d
-from respond.protocol.errors import APIError
 from respond.protocol.items import McpCallItem, McpListToolsItem, McpToolInfo
 from respond.protocol.requests import (
     InputItem,
@@ -26,41 +28,9 @@ from respond.responses.events import EventBuilder
 from respond.responses.fold import fold_events
 from respond.responses.hosted import CallResult, HostedTool
 from respond.responses.hosted._base import visible_names
-from respond.responses.hosted.egress import Egress
 from respond.responses.hosted.mcp import McpServer
 from respond.responses.kinds import Kinds, calls_for
 from respond.responses.kinds.mcp_call import McpListing, echo_mcp_tool
-
-# ---------------------------------------------------------------- egress
-
-
-def test_egress_admits_loopback_and_configured_servers_by_default() -> None:
-    egress = Egress(configured=["https://tools.corp.example/mcp"])
-    assert egress.allows("http://127.0.0.1:9000/mcp")
-    assert egress.allows("http://localhost:9000/mcp")
-    assert egress.allows("http://[::1]:9000/mcp")
-    assert egress.allows("https://tools.corp.example/mcp")
-    assert not egress.allows("https://tools.corp.example/other")
-    assert not egress.allows("https://mcp.example.com/mcp")
-    assert not egress.allows("file:///etc/passwd")
-
-
-def test_egress_patterns_match_the_url_or_the_host() -> None:
-    egress = Egress(["*.example.com", "https://api.other.org/mcp/*"])
-    assert egress.allows("https://mcp.example.com/sse")
-    assert egress.allows("https://api.other.org/mcp/v1")
-    assert not egress.allows("https://api.other.org/admin")
-    assert not egress.allows("https://example.com.evil.net/mcp")
-
-
-def test_a_refused_url_says_how_to_allow_it() -> None:
-    with pytest.raises(APIError) as caught:
-        Egress().check("https://mcp.example.com/mcp", "tools[0].server_url")
-    error = caught.value
-    assert error.status == 400
-    assert error.param == "tools[0].server_url"
-    assert "--mcp-allow 'mcp.example.com'" in error.message
-
 
 # ---------------------------------------------------------------- names and rules
 

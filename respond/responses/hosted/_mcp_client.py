@@ -9,6 +9,12 @@ calling never lists them again.
 
 Headers (authorization included) go to this server only and are never logged: errors
 are reported by status and message, not by the request that caused them.
+
+What a failure tells the client is kept small on purpose, since a server URL is the
+client's choice: a listing that fails for any reason (refused, reset, timed out, not HTTP,
+HTTP but not MCP) is "could not reach the MCP server", so a request cannot tell a closed
+port from an open one, and nothing the far end sent (a body, a reason phrase) is echoed.
+Calls, which only reach a server that was listed, add the HTTP status or the MCP error.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from http import HTTPStatus
 from typing import Any
 
 import anyio
@@ -26,11 +33,12 @@ from mcp.client import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 
 from respond.protocol.items import McpToolInfo
 from respond.responses.hosted._base import CallResult
 
-__all__ = ["McpClient", "McpUnavailable"]
+__all__ = ["UNREACHABLE", "McpClient", "McpUnavailable"]
 
 log = logging.getLogger("respond.mcp")
 
@@ -42,6 +50,10 @@ CONNECT_SECONDS = 10.0
 # specification says to try the older SSE transport on a 4xx (405 and 404 in its examples;
 # some servers say 400). Auth failures (401, 403) are not: SSE would be refused the same.
 FALLBACK_STATUSES = (400, 404, 405)
+UNREACHABLE = "could not reach the MCP server"
+# Errors the mcp client makes up itself, whose messages quote what the far end sent (the
+# body that did not parse, its content type): never passed on.
+SYNTHESIZED = (PARSE_ERROR, INVALID_REQUEST)
 
 
 class McpUnavailable(Exception):
@@ -68,10 +80,9 @@ class McpClient:
             with anyio.fail_after(self.timeout):
                 async with self._session() as client:
                     listed = await client.list_tools()
-        except TimeoutError:
-            raise McpUnavailable(f"no answer within {self.timeout:g}s") from None
-        except Exception as exc:
-            raise McpUnavailable(_describe(exc)) from None
+        except Exception as exc:  # TimeoutError included: a silent port is not told apart
+            log.info("listing the MCP server's tools failed: %s", _describe(exc))
+            raise McpUnavailable(UNREACHABLE) from None
         return [_tool_info(tool) for tool in listed.tools]
 
     async def call(self, name: str, arguments: str) -> CallResult:
@@ -232,15 +243,20 @@ def _status(exc: BaseException) -> int | None:
 
 
 def _describe(exc: BaseException) -> str:
-    """A message naming what failed, without the request (whose headers are secret)."""
+    """A message naming what failed, without the request (whose headers are secret) or
+    anything the far end wrote (its body, its reason phrase)."""
     for leaf in _leaves(exc):
         if isinstance(leaf, httpx2.HTTPStatusError):
-            response = leaf.response
-            return f"HTTP status code: {response.status_code} ({response.reason_phrase})"
-        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
-            return "could not connect"
-        if isinstance(leaf, MCPError):
+            return f"HTTP status code: {_phrase(leaf.response.status_code)}"
+        if isinstance(leaf, MCPError) and leaf.error.code not in SYNTHESIZED:
             return f"{leaf.error.message} (MCP error {leaf.error.code})"
-    leaf = _leaves(exc)[0]
-    log.debug("MCP request failed: %s", type(leaf).__name__)
-    return str(leaf) or type(leaf).__name__
+    log.debug("MCP request failed: %s", type(_leaves(exc)[0]).__name__)
+    return UNREACHABLE
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase: the one the server sent is its own text."""
+    try:
+        return f"{status} ({HTTPStatus(status).phrase})"
+    except ValueError:
+        return str(status)

@@ -88,7 +88,9 @@ class McpTools:
     def __init__(self, settings: McpSettings | None = None) -> None:
         self.settings = settings or McpSettings()
         configured = [server.url for server in self.settings.servers.values()]
-        self.egress = Egress(self.settings.allow, configured)
+        self.egress = Egress(
+            self.settings.allow, configured, allow_loopback=self.settings.allow_loopback
+        )
 
     async def prepare(
         self,
@@ -228,7 +230,7 @@ class McpTools:
         except McpUnavailable as exc:
             raise APIError(
                 424,
-                f"Error retrieving tool list from MCP server: '{server.label}'. {exc}",
+                f"Error retrieving tool list from MCP server: '{server.label}': {exc}.",
                 param=server.where,
                 code="mcp_list_tools_failed",
             ) from None
