@@ -92,6 +92,22 @@ except BaseException as exc:
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def _load_seccomp() -> Any:
+    """_seccomp.py beside this file: started with -I, the boot has no package to import from."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_seccomp", os.path.join(os.path.dirname(__file__), "_seccomp.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_seccomp = _load_seccomp()
+
+
 def _check(result: int, what: str) -> None:
     if result != 0:
         code = ctypes.get_errno()
@@ -285,6 +301,8 @@ def _child(job: dict[str, Any], root: str | None, code_in: int) -> None:
             os.setuid(job["uid"])
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+        if root is not None:  # namespaces mode: the syscalls a Python sandbox never needs
+            _seccomp.install(_libc)
         os.dup2(code_in, 0)
         os.closerange(3, 1 << 16)  # the report and every other descriptor stay outside
         python = job["python"]
