@@ -54,8 +54,9 @@ def _sibling(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING:
-    from respond.containers import _tree
+    from respond.containers import _seccomp, _tree
 else:
+    _seccomp = _sibling("_seccomp")
     _tree = _sibling("_tree")
 
 # From <sched.h>, <sys/mount.h>, <sys/prctl.h>.
@@ -316,6 +317,8 @@ def _child(job: dict[str, Any], root: str | None, code_in: int) -> None:
             os.setuid(job["uid"])
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+        if root is not None:  # namespaces mode: the syscalls a Python sandbox never needs
+            _seccomp.install(_libc)
         os.dup2(code_in, 0)
         os.closerange(3, 1 << 16)  # the report and every other descriptor stay outside
         python = job["python"]
