@@ -162,6 +162,14 @@ def test_a_forced_call_parses_and_round_trips(
     }
     returned = create(server, body, stream=stream)
     final = Response.model_validate(returned)
+    if final.status == "incomplete":
+        # The bundled 135M model can repeat itself inside a call (a command list, a patch)
+        # until the budget: then the call is cut, and a cut call is never handed over as
+        # whole (#37). It must really have met the budget, not been dropped by a parser.
+        assert final.incomplete_details and final.incomplete_details.reason == "max_output_tokens"
+        assert final.usage and final.usage.output_tokens == body["max_output_tokens"]
+        assert final.output == []
+        return
     (call,) = final.output
     assert isinstance(call, item_class), call
     assert getattr(call, "status", None) == "completed"  # item_class is a call with a status
