@@ -190,11 +190,13 @@ async def with_keepalives(
             ahead = asyncio.ensure_future(anext(frames))
     finally:
         # The client left (or the stream ended): stop the run where it waits, then close it,
-        # which cancels generation.
+        # which cancels generation. Shielded: this task is itself being cancelled, and the
+        # run must be let finish its own ending (recording the response cancelled).
         ahead.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-            await ahead
-        await frames.aclose()
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await ahead
+            await frames.aclose()
 
 
 def streaming(
