@@ -41,6 +41,8 @@ from respond.engines import (
 )
 from respond.testing import ScriptedEngine
 from tests.support.clients import openai_client
+from tests.support.code_calls import call_logs as logs
+from tests.support.code_calls import run_code as forced_call
 from tests.support.inproc import serving_server
 
 SECRET = "do-not-leak-this-secret-key"
@@ -81,30 +83,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 def run_code(served: Served, code: str) -> Any:
     """One response whose forced call runs `code`; the code_interpreter_call item."""
-    engine = served.engine
-    engine.enqueue(
-        ToolCallStart(call_id="call_1", name="python"),
-        ToolCallArgumentsDelta(json.dumps({"code": code})),
-        ToolCallEnd(),
-        Usage(1, 1),
-        Finish("stop"),
-    )
-    engine.enqueue(TextDelta("Done."), Usage(1, 1), Finish("stop"))
-    response = served.client.responses.create(
-        model=engine.info.id,
-        input="Run it.",
-        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
-        tool_choice={"type": "code_interpreter"},
-        include=["code_interpreter_call.outputs"],
-    )
-    assert response.status == "completed", response.error
-    call = response.output[0]
-    assert call.type == "code_interpreter_call"
-    return call
-
-
-def logs(call: Any) -> str:
-    return "\n".join(o.logs for o in call.outputs or [] if o.type == "logs")
+    return forced_call(served.client, served.engine, code, {"type": "auto"})
 
 
 def sandboxed() -> set[int]:

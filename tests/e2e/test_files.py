@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from tests.support.clients import openai_client
+from tests.support.pdfs import pdf
 from tests.support.server import Server, start_server
 from tests.support.stores import drop_schema, new_schema_url
 
@@ -46,33 +47,6 @@ def server(
 def client(server: Server) -> Iterator[openai.OpenAI]:
     with openai_client(server.base_url) as sdk:
         yield sdk
-
-
-def pdf(*lines: str) -> bytes:
-    """A minimal real PDF: one page showing `lines` in Helvetica."""
-    text = " ".join(f"({line}) Tj T*" for line in lines)
-    stream = f"BT /F1 12 Tf 14 TL 72 720 Td {text} ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
 
 
 def error_of(exc: pytest.ExceptionInfo[openai.APIStatusError]) -> dict[str, Any]:
@@ -141,7 +115,7 @@ DOCS = {
     "kettle.html": b"<html><head><style>p{}</style><script>var owl=1</script></head>"
     b"<body><h1>Kettles</h1><p>A kettle boils water for tea.</p></body></html>",
     "config.json": b'{"service": "lighthouse", "port": 8080}',
-    "comet.pdf": pdf("A comet has a tail of ice and dust.", "Comets orbit the sun."),
+    "comet.pdf": pdf([["A comet has a tail of ice and dust.", "Comets orbit the sun."]]),
     "sorter.py": b"def quicksort(items):\n    return sorted(items)  # a placeholder\n",
 }
 

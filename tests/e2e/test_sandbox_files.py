@@ -13,7 +13,6 @@ the container must go on running code.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import stat
@@ -29,16 +28,10 @@ import pytest
 
 from respond import Settings, build_server
 from respond.containers import MAX_ENTRIES, MAX_IMAGES, MAX_IMAGES_BYTES
-from respond.engines import (
-    Finish,
-    TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    Usage,
-)
 from respond.testing import ScriptedEngine
 from tests.support.clients import openai_client
+from tests.support.code_calls import call_logs as logs
+from tests.support.code_calls import run_code as forced_call
 from tests.support.inproc import serving_server
 
 SECRET = "the-host-secret-0123456789"
@@ -87,29 +80,7 @@ def served(
 
 def run_code(served: Served, code: str, container: str) -> Any:
     """One response whose forced call runs `code` in `container`; its call item."""
-    served.engine.enqueue(
-        ToolCallStart(call_id="call_1", name="python"),
-        ToolCallArgumentsDelta(json.dumps({"code": code})),
-        ToolCallEnd(),
-        Usage(1, 1),
-        Finish("stop"),
-    )
-    served.engine.enqueue(TextDelta("Done."), Usage(1, 1), Finish("stop"))
-    response = served.client.responses.create(
-        model=served.engine.info.id,
-        input="Run it.",
-        tools=[{"type": "code_interpreter", "container": container}],
-        tool_choice={"type": "code_interpreter"},
-        include=["code_interpreter_call.outputs"],
-    )
-    assert response.status == "completed", response.error
-    call = response.output[0]
-    assert call.type == "code_interpreter_call"
-    return call
-
-
-def logs(call: Any) -> str:
-    return "\n".join(o.logs for o in call.outputs or [] if o.type == "logs")
+    return forced_call(served.client, served.engine, code, container)
 
 
 def container(served: Served) -> str:
