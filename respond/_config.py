@@ -7,6 +7,7 @@ config-file key and help); the default is the field's own, here. `build_server(s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ __all__ = [
     "McpServerConfig",
     "McpSettings",
     "ModelEntry",
+    "Placement",
     "Settings",
     "Timeouts",
     "UpstreamModel",
@@ -34,6 +36,34 @@ def default_data_dir() -> Path:
     """$XDG_DATA_HOME/respond, else ~/.local/share/respond ($RESPOND_DATA_DIR is the flag's)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "respond"
+
+
+# Names llama-server takes for each placement choice (respond/engines/llamacpp/_placement.py
+# maps them to llama.cpp's values).
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+FLASH_ATTN = ("on", "off", "auto")
+SPLIT_MODES = ("none", "layer", "row")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the embedded model runs: llama-server's placement flags (docs/hardware.md)."""
+
+    n_gpu_layers: int | None = None  # None: every layer, when there is a device to hold them
+    n_cpu_moe: int = 0  # the expert tensors of the first N layers stay on the CPU
+    flash_attn: str = "auto"
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    mlock: bool = False
+    no_mmap: bool = False
+    devices: tuple[str, ...] = ()  # -dev: device names; empty: every GPU (llama.cpp's choice)
+    tensor_split: tuple[float, ...] = ()  # proportions per device
+    main_gpu: int = 0
+    split_mode: str = "layer"
+    rpc: tuple[str, ...] = ()  # HOST:PORT of llama.cpp rpc-servers, added as devices
+
+
+PLACEMENT_FIELDS = tuple(f.name for f in dataclasses.fields(Placement))
 
 
 @dataclass
@@ -53,6 +83,19 @@ class Settings:
     cache_ram_mb: int = 8192  # the prompt cache beyond the slots (MiB of host RAM); 0: off
     chat_format: str | None = None  # a format's name (--chat-format); None: from the template
     chat_template_file: Path | None = None  # a Jinja file instead of the GGUF's own template
+    # Where the embedded model runs: the fields of Placement, one flag each.
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int = 0
+    flash_attn: str = "auto"
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    mlock: bool = False
+    no_mmap: bool = False
+    devices: tuple[str, ...] = ()
+    tensor_split: tuple[float, ...] = ()
+    main_gpu: int = 0
+    split_mode: str = "layer"
+    rpc: tuple[str, ...] = ()
     api_key: str | None = None
     api_key_file: Path | None = None  # lines: "key" or "tenant:key"
     api_keys: list[str] = field(default_factory=list)  # more such lines (no flag: for embedding)
@@ -98,6 +141,10 @@ class Settings:
     code_interpreter_processes: int = 32  # processes of the sandbox user
     # The --config file as read once (set by the command line; None: read config_path).
     config_file: ConfigFile | None = None
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(**{name: getattr(self, name) for name in PLACEMENT_FIELDS})
 
     @property
     def limits(self) -> Limits:
@@ -161,6 +208,8 @@ class EmbeddedModel:
     queue_max: int = DEFAULTS.queue_max
     chat_template_file: Path | None = None  # None: the GGUF's own template
     cache_ram: int = DEFAULTS.cache_ram_mb
+    # Placement keys of its table (n_gpu_layers = 20 …), over the flags' and [serve]'s.
+    placement: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

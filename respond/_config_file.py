@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from argparse import ArgumentTypeError
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -36,6 +37,7 @@ from respond._config import (
     Timeouts,
     UpstreamModel,
 )
+from respond._flags import PLACEMENT_FLAGS, from_file
 
 # The types a file's tables become live in _config.py (beside Settings); named here too.
 __all__ = [
@@ -59,6 +61,7 @@ class ConfigError(ValueError):
 
 
 _TABLES = ("serve", "models", "mcp", "embeddings")
+PLACEMENT_KEYS = {flag.key for flag in PLACEMENT_FLAGS}
 _EMBEDDED_KEYS = {
     "gguf",
     "ctx_size",
@@ -68,6 +71,7 @@ _EMBEDDED_KEYS = {
     "queue_max",
     "chat_template_file",
     "cache_ram",
+    *PLACEMENT_KEYS,
 }
 _UPSTREAM_KEYS = {
     "upstream",
@@ -216,7 +220,19 @@ class _Reader:
             cache_ram=self.integer(
                 f"{key}.cache_ram", table.get("cache_ram", DEFAULTS.cache_ram_mb), minimum=0
             ),
+            placement=self.placement(key, table),
         )
+
+    def placement(self, key: str, table: dict[str, Any]) -> dict[str, Any]:
+        """The placement keys the table sets (as flags, read as the flag's text would be)."""
+        chosen = {}
+        for flag in PLACEMENT_FLAGS:
+            if flag.key in table:
+                try:
+                    chosen[flag.field] = from_file(flag, table[flag.key])
+                except (ArgumentTypeError, ValueError) as exc:
+                    raise self.fail(f"{key}.{flag.key}", str(exc)) from exc
+        return chosen
 
     def upstream(self, key: str, alias: str, table: dict[str, Any]) -> UpstreamModel:
         self.known(key, table, _UPSTREAM_KEYS)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from respond._config import Settings
+from respond._config import CACHE_TYPES, FLASH_ATTN, PLACEMENT_FIELDS, SPLIT_MODES, Settings
 from respond.engines.formats import FORMATS
 
-__all__ = ["FLAGS", "Flag", "readme_table", "resolve"]
+__all__ = ["FLAGS", "PLACEMENT_FLAGS", "Flag", "from_file", "readme_table", "resolve"]
 
 Kind = Literal["value", "list", "switch"]
 
@@ -51,6 +51,41 @@ def _tokens_or_none(text: str) -> int | None:
 def _switch(text: str) -> bool:
     """An environment switch: set to anything but '', '0' or 'false'."""
     return text.strip().lower() not in ("", "0", "false")
+
+
+def _layers(text: str) -> int:
+    """-ngl: a layer count, or `all` (llama.cpp's -1)."""
+    if text.strip().lower() in ("all", "auto"):
+        return -1
+    return _at_least(0)(text)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma list, as llama-server takes -dev and --rpc: `CUDA0,CUDA1`."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"invalid list {text!r}: use e.g. A,B")
+    return names
+
+
+def _endpoints(text: str) -> tuple[str, ...]:
+    endpoints = _names(text)
+    for endpoint in endpoints:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise argparse.ArgumentTypeError(f"invalid endpoint {endpoint!r}: use HOST:PORT")
+    return endpoints
+
+
+def _proportions(text: str) -> tuple[float, ...]:
+    """-ts 3,1: the share of each device."""
+    try:
+        shares = tuple(float(part) for part in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid split {text!r}: use e.g. 3,1") from None
+    if any(share < 0 for share in shares):
+        raise argparse.ArgumentTypeError(f"invalid split {text!r}: shares are >= 0")
+    return shares
 
 
 def integer(text: str) -> int:
@@ -100,7 +135,7 @@ class Flag:
         if self.shown is not None:
             return self.shown
         value = self.default
-        if value is None or value == []:
+        if value is None or value == [] or value == ():
             return "none"
         if value is False:
             return "off"
@@ -211,6 +246,79 @@ FLAGS: tuple[Flag, ...] = (
         shown="the GGUF's",
         readme="a Jinja chat template for the embedded model, instead of the one in its GGUF "
         "(as llama-server's flag; [docs/models.md](docs/models.md#another-template))",
+    ),
+    Flag(
+        "n_gpu_layers",
+        ("-ngl", "--n-gpu-layers"),
+        "layers of the embedded model on the GPU (or --rpc devices): a number, or all",
+        _layers,
+        "N|all",
+        shown="all when the build has a GPU backend",
+        readme="layers of the embedded model on the GPU or `--rpc` devices, a number or `all` "
+        "([docs/hardware.md](docs/hardware.md))",
+    ),
+    Flag(
+        "n_cpu_moe",
+        ("-ncmoe", "--n-cpu-moe"),
+        "keep the MoE expert weights of the first N layers on the CPU",
+        _at_least(0),
+        "N",
+    ),
+    Flag(
+        "flash_attn",
+        ("-fa", "--flash-attn"),
+        "flash attention",
+        choices=FLASH_ATTN,
+    ),
+    Flag(
+        "cache_type_k",
+        ("-ctk", "--cache-type-k"),
+        "KV-cache type of K",
+        choices=CACHE_TYPES,
+        metavar="TYPE",
+    ),
+    Flag(
+        "cache_type_v",
+        ("-ctv", "--cache-type-v"),
+        "KV-cache type of V (quantized types need flash attention)",
+        choices=CACHE_TYPES,
+        metavar="TYPE",
+    ),
+    Flag("mlock", ("--mlock",), "keep the model in RAM (no swapping)", kind="switch"),
+    Flag(
+        "no_mmap", ("--no-mmap",), "read the model into memory instead of mapping it", kind="switch"
+    ),
+    Flag(
+        "devices",
+        ("-dev", "--device"),
+        "the devices to place layers on, comma-separated (CUDA0,CUDA1; the log lists them)",
+        _names,
+        "DEV,...",
+        shown="every GPU",
+    ),
+    Flag(
+        "tensor_split",
+        ("-ts", "--tensor-split"),
+        "how much of the model each device holds, e.g. 3,1",
+        _proportions,
+        "N,...",
+        shown="by free memory",
+    ),
+    Flag("main_gpu", ("-mg", "--main-gpu"), "the GPU of -sm none", _at_least(0), "N"),
+    Flag(
+        "split_mode",
+        ("-sm", "--split-mode"),
+        "how layers are split across GPUs",
+        choices=SPLIT_MODES,
+    ),
+    Flag(
+        "rpc",
+        ("--rpc",),
+        "llama.cpp rpc-servers to place layers on, HOST:PORT,...",
+        _endpoints,
+        "HOST:PORT,...",
+        readme="llama.cpp `rpc-server`s whose devices take layers, `HOST:PORT,...` "
+        "([docs/hardware.md](docs/hardware.md#rpc))",
     ),
     Flag(
         "seed",
@@ -520,6 +628,10 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
+# The flags a [models.NAME] table of an embedded model may set too (respond/_config_file.py).
+PLACEMENT_FLAGS = tuple(flag for flag in FLAGS if flag.field in PLACEMENT_FIELDS)
+
+
 def add_to(parser: argparse.ArgumentParser) -> None:
     """The flags, each given or absent (argparse.SUPPRESS): `resolve` layers the rest."""
     for flag in FLAGS:
@@ -564,7 +676,7 @@ def resolve(
             if text:
                 values[flag.field] = flag.value(text)
             elif flag.in_file and flag.key in serve_table:
-                values[flag.field] = _from_file(flag, serve_table[flag.key])
+                values[flag.field] = from_file(flag, serve_table[flag.key])
         except (argparse.ArgumentTypeError, ValueError) as exc:
             where = flag.env if text else f"{source}: serve.{flag.key}"
             raise ValueError(f"{where}: {exc}") from exc
@@ -576,7 +688,7 @@ def resolve(
     return values
 
 
-def _from_file(flag: Flag, value: Any) -> Any:
+def from_file(flag: Flag, value: Any) -> Any:
     """A [serve] value, checked as the flag's text would be."""
     if flag.kind == "switch":
         if not isinstance(value, bool):

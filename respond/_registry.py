@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -41,20 +42,21 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
         except ConfigError as exc:
             raise SystemExit(f"respond: {exc}") from exc
         if config is not None and config.models:  # else the flags choose the model
-            return _from_entries(config.models)
+            return _from_entries(config.models, settings, from_file=True)
     if settings.upstreams:
         return _from_flags(settings)
     return _from_entries([EmbeddedModel(alias="", gguf=settings.model_path)], settings)
 
 
 def _from_entries(
-    entries: Sequence[ModelEntry], settings: Settings | None = None
+    entries: Sequence[ModelEntry], settings: Settings | None = None, *, from_file: bool = False
 ) -> dict[str, Engine]:
     engines: dict[str, Engine] = {}
     pools: dict[tuple[object, ...], UpstreamPool] = {}
     for entry in entries:
         if isinstance(entry, EmbeddedModel):
-            engine = _embedded(entry, settings)
+            assert settings is not None  # embedded entries come with the settings
+            engine = _embedded(entry, settings, from_file=from_file)
         else:
             # Models served by the same servers share one pool: one in-flight count each.
             key = (entry.urls, entry.api_key, entry.timeouts)
@@ -68,7 +70,7 @@ def _from_entries(
     return engines
 
 
-def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
+def _embedded(entry: EmbeddedModel, settings: Settings, *, from_file: bool) -> Engine:
     from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
 
     if entry.gguf is None:
@@ -82,10 +84,12 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         if not path.is_file():
             raise SystemExit(f"respond: model file not found: {path}")
         default_alias = path.stem
-    template = entry.chat_template_file if settings is None else settings.chat_template_file
+    template = entry.chat_template_file if from_file else settings.chat_template_file
     if template is not None and not template.is_file():
         raise SystemExit(f"respond: chat template file not found: {template}")
-    if settings is None:  # from a config file: the table name is the alias
+    # The flags' placement, and a [models.NAME] table's keys over it.
+    placement = dataclasses.replace(settings.placement, **entry.placement)
+    if from_file:  # the table name is the alias
         return LlamaCppEngine(
             path,
             alias=entry.alias,
@@ -96,6 +100,7 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
             queue_max=entry.queue_max,
             chat_template_file=template,
             cache_ram_mb=entry.cache_ram,
+            placement=placement,
         )
     return LlamaCppEngine(
         path,
@@ -109,6 +114,7 @@ def _embedded(entry: EmbeddedModel, settings: Settings | None) -> Engine:
         chat_format=settings.chat_format,
         chat_template_file=template,
         cache_ram_mb=settings.cache_ram_mb,
+        placement=placement,
     )
 
 

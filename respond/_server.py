@@ -47,8 +47,16 @@ class _Announcer:
     auth: bool
     banner: bool
     uvicorn: uvicorn.Server | None = None
+    failure: str | None = None  # why a model could not load: the server stops, non-zero
 
     async def __call__(self) -> None:
+        failed = [f"'{name}': {e.load_error}" for name, e in self.engines.items() if e.load_error]
+        if failed:  # as llama-server: a model that cannot load stops the start
+            self.failure = "; ".join(failed)
+            while self.uvicorn is None:
+                await asyncio.sleep(0.05)
+            self.uvicorn.should_exit = True
+            return
         # Engines have loaded; wait for the socket too, so the printed URL answers.
         while self.uvicorn is None or not self.uvicorn.started:
             await asyncio.sleep(0.05)
@@ -94,6 +102,10 @@ class Server:
             server.config.port,
         )
         server.run()
+        if self._announcer.failure:
+            raise SystemExit(
+                f"respond: a model could not load, stopping: {self._announcer.failure}"
+            )
 
 
 def build_server(

@@ -42,6 +42,7 @@ async def list_models(request: Request) -> dict[str, Any]:
                     "backend": info.backend,
                     **({"upstreams": list(info.upstreams)} if info.upstreams else {}),
                     **({"chat_format": info.chat_format} if info.chat_format else {}),
+                    **({"placement": dict(info.placement)} if info.placement else {}),
                 },
             }
         )
@@ -108,6 +109,8 @@ async def _upstream_health(service: Responses) -> JSONResponse:
         if load is not None and load.slots is not None:
             slots = {"slots": load.slots, "busy_slots": load.busy_slots, "queued": load.queued}
             models.setdefault(name, {}).update(slots)
+        if engine.info.placement:
+            models.setdefault(name, {})["layers"] = engine.info.placement["layers"]
     if not models:
         return JSONResponse({"status": "ok"})
     down = [name for name, report in details.items() if not any(u["ok"] for u in report)]

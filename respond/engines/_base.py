@@ -333,6 +333,8 @@ class ModelInfo:
     vision: bool = False
     upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
     chat_format: str | None = None  # the embedded engine's: "tools: ..., reasoning: ..."
+    # The embedded engine's devices, layers offloaded, KV-cache types (llamacpp/_placement.py).
+    placement: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -574,40 +573,27 @@ def test_an_unknown_chat_format_is_refused_with_the_known_ones() -> None:
     assert "qwen3-coder" in refused.stderr
 
 
-def test_a_model_whose_template_cannot_be_used_says_why(tmp_path: Path) -> None:
+def test_a_model_whose_template_cannot_be_used_stops_the_start(tmp_path: Path) -> None:
+    """As llama-server: a server whose model cannot be used exits non-zero, saying why."""
     copy = with_template("{% for m in messages %}{{ m.content }{% endfor %}", tmp_path, "broken")
-    server = start_server(tmp_path, "-m", str(copy), "--embedding-model", "none", wait_ready=False)
-    try:
-        health = _health_once_loaded(server)
-        assert health.status_code == 503 and health.json()["status"] == "error"
-        reply = httpx.post(f"{server.base_url}/responses", json={"input": "hi"}, timeout=60)
-        chat = httpx.post(
-            f"{server.base_url}/chat/completions",
-            json={"messages": [{"role": "user", "content": "hi"}]},
-            timeout=60,
-        )
-    finally:
-        server.stop()
-    for answer in (health, reply, chat):
-        assert answer.status_code == 503
-        error = answer.json()["error"]
-        assert error["code"] == "model_load_failed"
-        assert "chat template (GGUF key tokenizer.chat_template)" in error["message"]
-        assert "line 1" in error["message"] and "--chat-template-file" in error["message"]
-        assert "Retrying will not help" in error["message"]
-    assert "NOT LOADED" in server.log()
+    stopped = _serve_until_it_exits(tmp_path, "-m", str(copy))
+    assert stopped.returncode == 1
+    assert "a model could not load, stopping" in stopped.stderr
+    assert "chat template (GGUF key tokenizer.chat_template)" in stopped.stderr
+    assert "line 1" in stopped.stderr and "--chat-template-file" in stopped.stderr
+    assert "respond is ready" not in stopped.stderr
 
 
-def _health_once_loaded(server: Server, timeout: float = 120) -> httpx.Response:
-    """/health once the load has ended (it answers 503 `model_loading` until then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            health = httpx.get(f"{server.url}/health", timeout=2)
-        except httpx.HTTPError:
-            time.sleep(0.2)
-            continue
-        if health.status_code != 503 or health.json()["error"]["code"] != "model_loading":
-            return health
-        time.sleep(0.2)
-    raise AssertionError(f"the load did not end in {timeout}s:\n{server.log()}")
+def test_a_file_that_is_no_gguf_stops_the_start(tmp_path: Path) -> None:
+    readme = Path(__file__).parents[2] / "README.md"
+    stopped = _serve_until_it_exits(tmp_path, "-m", str(readme))
+    assert stopped.returncode == 1
+    assert f"could not load model {readme}" in stopped.stderr
+
+
+def _serve_until_it_exits(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "respond", "serve", *args, "--port", "0",
+         "--embedding-model", "none", "--data-dir", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip

@@ -41,6 +41,8 @@ def sample(flag: Flag) -> str:
         return flag.choices[-1]
     if flag.kind == "switch":
         return "1"
+    if flag.metavar and flag.metavar.startswith("HOST:PORT"):
+        return "127.0.0.1:64"
     return "64"
 
 
@@ -49,7 +51,7 @@ def toml_value(flag: Flag) -> str:
         return "true"
     if flag.kind == "list":
         return '["64"]'
-    if flag.parse in (str, Path) or flag.choices:
+    if flag.parse in (str, Path) or flag.choices or ":" in sample(flag):
         return f'"{sample(flag)}"'
     return sample(flag)
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
 
+from respond._config import Placement
 from respond.engines._base import (
     ChatTurn,
     ContextOverflowError,
@@ -33,6 +34,7 @@ from respond.engines._base import (
     not_ready,
 )
 from respond.engines.formats import HERMES, ChatFormat, Chosen, choose_format
+from respond.engines.llamacpp import _devices
 from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._decoding import DecodingPlan, calls_from_start, plan_decoding
 from respond.engines.llamacpp._grammar import CallLead, unsupported_keyword
@@ -41,6 +43,7 @@ from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import CpuWork
 from respond.engines.llamacpp._prepare import checked_plan
 from respond.engines.llamacpp._prompt import call_lead, render_prompt
+from respond.engines.llamacpp._rpc import connected
 from respond.engines.llamacpp._slots import Scheduler
 from respond.engines.llamacpp._template import ChatTemplate
 from respond.engines.llamacpp._tokens import SpecialSplitter
@@ -90,8 +93,10 @@ class LlamaCppEngine(Engine):
         chat_format: str | None = None,
         chat_template_file: str | os.PathLike[str] | None = None,
         cache_ram_mb: int = DEFAULT_CACHE_RAM_MB,
+        placement: Placement | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        self.placement = placement or Placement()  # devices, KV-cache types (_placement.py)
         # A Jinja file to use instead of the GGUF's own template (--chat-template-file).
         self.chat_template_file = None if chat_template_file is None else Path(chat_template_file)
         self.n_ctx = n_ctx  # per slot: every request gets the whole window
@@ -132,6 +137,8 @@ class LlamaCppEngine(Engine):
         """Load the model (blocking). Logs progress; failures are kept in load_error."""
         try:
             size_mb = self.model_path.stat().st_size / 1e6
+            if self.placement.rpc:
+                _devices.on_abort(_report_abort)
             log.info(
                 "loading model %s (%.0f MB, n_ctx=%d, %d slots) ...",
                 self.model_path,
@@ -146,8 +153,10 @@ class LlamaCppEngine(Engine):
                 n_slots=self.n_slots,
                 n_threads=self.n_threads,
                 n_batch=self.n_batch,
+                placement=self.placement,
             )
             self._model = model
+            self._describe_placement(model)
             self._splitter = SpecialSplitter(model)
             source, origin = self._template_source(model)
             self._template = ChatTemplate(
@@ -168,6 +177,20 @@ class LlamaCppEngine(Engine):
             log.error("%s", self._load_error)
         finally:
             self._loaded.set()
+
+    def _describe_placement(self, model: NativeModel) -> None:
+        placed = model.placed.describe(model.n_layer)
+        self.info = dataclasses.replace(self.info, placement=placed)
+        log.info(
+            "'%s' runs with %s, KV cache %s/%s, flash attention %s",
+            self.info.id,
+            placed["layers"],
+            placed["cache_type_k"],
+            placed["cache_type_v"],
+            placed["flash_attn"],
+        )
+        for note in model.placed.notes():
+            log.warning("%s", note)
 
     def _template_source(self, model: NativeModel) -> tuple[str | None, str]:
         """The chat template's text (None: the GGUF has none) and where it comes from."""
@@ -286,6 +309,31 @@ class LlamaCppEngine(Engine):
     def _require_ready(self) -> None:
         if not self.ready:
             raise not_ready(self)
+        gone = self._rpc_gone()
+        if gone:
+            raise EngineError(
+                f"The model '{self.info.id}' cannot answer: its layers are on the rpc-server "
+                f"at {', '.join(gone)}, which is gone. Restart that rpc-server, then respond.",
+                code="device_unavailable",
+                status=503,
+            )
+
+    def _rpc_gone(self) -> list[str]:
+        """The --rpc servers this model's connection to is lost (empty while loading)."""
+        if not self.ready:
+            return []
+        return [endpoint for endpoint in self.placement.rpc if not connected(endpoint)]
+
+    async def health(self) -> list[dict[str, Any]] | None:
+        """The --rpc servers holding layers, each `ok` while its connection holds."""
+        if not self.placement.rpc:
+            return None
+        gone = set(self._rpc_gone())
+        return [
+            {"url": f"rpc://{endpoint}", "ok": endpoint not in gone}
+            | ({"error": "the rpc-server closed its connection"} if endpoint in gone else {})
+            for endpoint in self.placement.rpc
+        ]
 
     def load_report(self) -> LoadReport:
         scheduler = self._scheduler
@@ -340,3 +388,12 @@ class LlamaCppEngine(Engine):
         finally:
             # Consumer gone (client disconnect, cancel) or finished: the slot stops it.
             turn.cancel.set()
+
+
+def _report_abort(message: str) -> None:
+    """ggml is about to abort the process (an rpc-server went away mid-decode)."""
+    log.critical(
+        "llama.cpp stops the process: %s. A model with layers on an rpc-server cannot go on "
+        "without it; restart the rpc-server, then respond (docs/hardware.md#rpc).",
+        message,
+    )

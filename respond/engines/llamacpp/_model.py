@@ -17,6 +17,9 @@ import numpy as np
 from llama_cpp._internals import LlamaModel
 from llama_cpp._logger import set_verbose
 
+from respond._config import Placement
+from respond.engines.llamacpp._placement import place
+
 __all__ = ["NativeModel"]
 
 
@@ -35,9 +38,11 @@ class NativeModel:
         n_slots: int,
         n_threads: int | None,
         n_batch: int,
+        placement: Placement = Placement(),  # noqa: B008 (frozen: one shared default is safe)
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, as `Llama(verbose=False)` has it
-        params = llama_cpp.llama_model_default_params()
+        self.placed = place(placement)  # raises PlacementError before anything loads
+        params = self.placed.model
         # verbose=True: quiet, LlamaModel points the process's stdout and stderr at /dev/null
         # while it loads, and two loads at once (a config file's models) put back each
         # other's /dev/null, the server's log lost for good. llama.cpp's log is quiet anyway.
@@ -45,6 +50,7 @@ class NativeModel:
         self.model: Any = cast(Any, LlamaModel(path_model=path, params=params, verbose=True))
         self.vocab: Any = self.model.vocab
         self.n_vocab: int = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.n_layer: int = llama_cpp.llama_model_n_layer(self.model.model)
         self.n_batch = n_batch
         cores = multiprocessing.cpu_count()
         context = llama_cpp.llama_context_default_params()
@@ -58,6 +64,7 @@ class NativeModel:
         context.n_threads = n_threads or max(cores // 2, 1)
         context.n_threads_batch = n_threads or cores
         context.no_perf = True
+        self.placed.configure_context(context)
         ctx = llama_cpp.llama_init_from_model(self.model.model, context)
         if not ctx:
             self.model.close()
