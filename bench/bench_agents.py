@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 import tempfile
@@ -253,7 +254,8 @@ def start_llama_server(binary: Path, args: argparse.Namespace, tmp: Path) -> Ser
     log_path = tmp / "llama-server.log"
     command = [
         str(binary),
-        *("-m", str(bundled_model_path()), "--host", "127.0.0.1", "--port", str(port)),
+        *("-m", str(args.model or bundled_model_path()), "--host", "127.0.0.1"),
+        *("--port", str(port), *shlex.split(args.placement)),
         *("-t", str(args.threads), "-np", str(args.parallel)),
         *("-c", str(args.ctx * args.parallel)),  # llama-server divides -c among its slots
         *("--cache-ram", str(args.llama_cache_ram), "--jinja", "--log-disable"),
@@ -278,6 +280,10 @@ def main() -> None:
     parser.add_argument("--llama-cache-ram", type=int, default=8192, help="llama-server's, MiB")
     parser.add_argument("--no-chains", action="store_true", help="skip respond's chain arm")
     parser.add_argument("--llama-server", type=Path, default=None)
+    parser.add_argument("--model", type=Path, default=None, help="a GGUF (default: SmolLM2)")
+    parser.add_argument(
+        "--placement", default="", help="flags both servers take, e.g. '-ngl 99 -fa on'"
+    )
     args = parser.parse_args()
     binary = args.llama_server or find_llama_server()
     if binary is None:
@@ -290,6 +296,8 @@ def main() -> None:
         tmp / "respond",
         *("--threads", str(args.threads), "--parallel", str(args.parallel)),
         *("-c", str(args.ctx), "--cache-ram", str(args.cache_ram), "--log-level", "warning"),
+        *(("-m", str(args.model), "--alias", MODEL) if args.model else ()),  # one name for both
+        *shlex.split(args.placement),
     )
     llama = start_llama_server(binary, args, tmp)
     arms: list[tuple[str, str, Session]] = [
@@ -311,7 +319,8 @@ def main() -> None:
         llama.stop()
 
     print(
-        f"bundled SmolLM2-135M Q4_1, {args.threads} threads, {args.parallel} slots of "
+        f"{args.model or 'bundled SmolLM2-135M Q4_1'} {args.placement}, "
+        f"{args.threads} threads, {args.parallel} slots of "
         f"{args.ctx} tokens, {args.turns} turns of {args.tokens} tokens at temperature 0, "
         f"system prompt of {args.system_rules} rules, --cache-ram {args.cache_ram} MiB "
         f"(llama-server {args.llama_cache_ram} MiB)"

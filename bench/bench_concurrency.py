@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 import tempfile
@@ -133,7 +134,7 @@ def start_llama_server(binary: Path, args: argparse.Namespace, tmp: Path) -> Ser
     command = [
         str(binary),
         "-m",
-        str(bundled_model_path()),
+        str(args.model or bundled_model_path()),
         "--host",
         "127.0.0.1",
         "--port",
@@ -146,6 +147,7 @@ def start_llama_server(binary: Path, args: argparse.Namespace, tmp: Path) -> Ser
         str(CTX_PER_SLOT * args.parallel),  # llama-server divides -c among its slots
         "--jinja",
         "--log-disable",
+        *shlex.split(args.placement),
     ]
     with log_path.open("wb") as log:
         process = processes.spawn(command, log=log)  # its own group, as Server.stop expects
@@ -193,6 +195,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--chain-tokens", type=int, default=32)
     parser.add_argument("--llama-server", type=Path, default=None)
+    parser.add_argument("--model", type=Path, default=None, help="a GGUF (default: SmolLM2)")
+    parser.add_argument(
+        "--placement", default="", help="flags both servers take, e.g. '-ngl 99 -fa on'"
+    )
     args = parser.parse_args()
     binary = args.llama_server or find_llama_server()
     if binary is None:
@@ -204,6 +210,8 @@ def main() -> None:
         tmp / "respond",
         *("--threads", str(args.threads), "--parallel", str(args.parallel)),
         *("-c", str(CTX_PER_SLOT), "--log-level", "warning"),
+        *(("-m", str(args.model), "--alias", "smollm2-135m") if args.model else ()),
+        *shlex.split(args.placement),
     )
     upstream = start_llama_server(binary, args, tmp)
     servers = {"respond": respond.url, "llama-server": upstream.url}
@@ -223,7 +231,8 @@ def main() -> None:
         upstream.stop()
 
     print(
-        f"bundled SmolLM2-135M Q4_1, {args.threads} threads, {args.parallel} slots, "
+        f"{args.model or 'bundled SmolLM2-135M Q4_1'} {args.placement}, "
+        f"{args.threads} threads, {args.parallel} slots, "
         f"{args.tokens} tokens at temperature 0, {args.rounds} rounds interleaved"
     )
     header = f"{'server':<13}{'streams':>8}{'agg tok/s':>11}{'TTFT p50':>10}{'TTFT p95':>10}"
