@@ -120,7 +120,8 @@ def test_it_answers_and_streams(on_rpc: Server) -> None:
         for line in s.iter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line[6:])["type"])
-    assert "response.output_text.delta" in events and events[-1] == "response.completed"
+    assert "response.output_text.delta" in events
+    assert events[-1] in ("response.completed", "response.incomplete")  # 8 tokens may cut it
 
 
 def test_four_requests_share_the_slots(on_rpc: Server) -> None:

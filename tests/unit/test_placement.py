@@ -122,7 +122,7 @@ def test_a_quantized_v_cache_needs_flash_attention() -> None:
 def test_the_load_mode_and_kv_types_reach_llama_cpps_parameters() -> None:
     placed = place(Placement(no_mmap=True, mlock=True, cache_type_k="q8_0", flash_attn="on"))
     assert placed.model.load_mode == 2  # LLAMA_LOAD_MODE_MLOCK: read in, locked
-    assert place(Placement()).model.load_mode == 1  # mmap, llama-server's default
+    assert place(Placement()).model.load_mode == -1  # auto: mmap where devices allow
     import llama_cpp
 
     context = llama_cpp.llama_context_default_params()

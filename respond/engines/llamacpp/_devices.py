@@ -3,7 +3,9 @@
 as devices (`--rpc`), as llama-server's `--list-devices` and `--rpc` do.
 
 llama-cpp-python binds llama.h but not ggml-backend.h; the functions here are ggml's own C
-API, looked up in the same libggml the bindings load.
+API, looked up through libllama's handle: the ggml libllama uses. (`llama_cpp._ggml` loads
+`libggml.so`, which the wheel ships as a second copy of `libggml.so.0`, not a link to it: a
+device registered there would be one llama.cpp never sees.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from llama_cpp._ggml import libggml
+from llama_cpp.llama_cpp import _lib as libllama
 
 __all__ = ["Device", "add_rpc_server", "by_name", "cpu_buffer_type", "devices", "on_abort"]
 
@@ -23,7 +25,7 @@ _KINDS = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
 
 
 def _bind(name: str, restype: Any, *argtypes: Any) -> Any:
-    function = getattr(libggml, name)
+    function = getattr(libllama, name)
     function.restype = restype
     function.argtypes = list(argtypes)
     return function

@@ -35,7 +35,9 @@ _SPLIT_MODES = {"none": 0, "layer": 1, "row": 2}  # enum llama_split_mode
 # Expert tensors of one layer, as llama.cpp's common/common.h matches them for --n-cpu-moe.
 _EXPERTS = r"blk\.{layer}\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 _LOAD_MODES = {  # (mmap, mlock) -> enum llama_load_mode
-    (True, False): 1,
+    # AUTO, llama.cpp's default: mmap unless a device cannot take mapped weights (an RPC
+    # device: with MMAP forced, its layers' weights would stay in host memory).
+    (True, False): -1,
     (False, False): 0,
     (False, True): 2,
     (True, True): 3,
