@@ -69,6 +69,10 @@ PLACEMENT_FIELDS = tuple(f.name for f in dataclasses.fields(Placement))
 @dataclass
 class Settings:
     model_path: Path | None = None  # None: the bundled SmolLM2 model
+    # Or a GGUF fetched from the Hugging Face hub by name (respond/_hub.py).
+    hf_repo: str | None = None  # OWNER/NAME[:QUANT]
+    hf_file: str | None = None  # a file of that repo, instead of the one its quant tag names
+    hf_token: str | None = None  # None: huggingface_hub's own (HF_TOKEN, `hf auth login`)
     alias: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
@@ -200,7 +204,9 @@ class McpSettings:
 @dataclass(frozen=True)
 class EmbeddedModel:
     alias: str
-    gguf: Path | None  # None: the bundled model
+    gguf: Path | None  # None: the bundled model, unless `hf` names one
+    hf: str | None = None  # OWNER/NAME[:QUANT] on the Hugging Face hub (respond/_hub.py)
+    hf_file: str | None = None  # a file of that repo, instead of the one its tag names
     ctx_size: int = DEFAULTS.n_ctx  # an embedded model's table: what the flags default to
     threads: int | None = None
     seed: int | None = None

@@ -3,10 +3,10 @@
 A `[serve]` table sets any of `respond serve`'s settings by its long flag's name (`ctx_size = 8192`
 for `--ctx-size`; respond/_flags.py lists them); a flag or an environment variable beats it.
 
-Each `[models.NAME]` table is either an embedded GGUF (`gguf = "bundled"` or a path) or
-an upstream pool (`upstream = "http://host:8000/v1"` or a list of base URLs). Every
-mistake is reported with the key it concerns, e.g. `models.qwen.timeouts.idle`.
-See docs/upstreams.md for the reference.
+Each `[models.NAME]` table is either an embedded GGUF (`gguf = "bundled"` or a path, or
+`hf = "OWNER/NAME:QUANT"` fetched from the Hugging Face hub) or an upstream pool
+(`upstream = "http://host:8000/v1"` or a list of base URLs). Every mistake is reported with
+the key it concerns, e.g. `models.qwen.timeouts.idle`. See docs/upstreams.md for the reference.
 
 An `[mcp]` table declares remote MCP servers (`[mcp.servers.NAME] url = ...`) and the
 egress allow-list (`allow = [...]`); see docs/tools.md. A file may hold only that table:
@@ -38,6 +38,7 @@ from respond._config import (
     UpstreamModel,
 )
 from respond._flags import PLACEMENT_FLAGS, from_file
+from respond._hub import split_spec
 
 # The types a file's tables become live in _config.py (beside Settings); named here too.
 __all__ = [
@@ -64,6 +65,8 @@ _TABLES = ("serve", "models", "mcp", "embeddings")
 PLACEMENT_KEYS = {flag.key for flag in PLACEMENT_FLAGS}
 _EMBEDDED_KEYS = {
     "gguf",
+    "hf",
+    "hf_file",
     "ctx_size",
     "threads",
     "seed",
@@ -190,21 +193,35 @@ class _Reader:
     def model(self, key: str, alias: str, table: Any) -> ModelEntry:
         if not isinstance(table, dict):
             raise self.fail(key, "must be a table")
-        if ("gguf" in table) == ("upstream" in table):
-            raise self.fail(key, 'set exactly one of "gguf" (embedded) or "upstream" (a pool)')
-        if "gguf" in table:
+        if [name in table for name in ("gguf", "hf", "upstream")].count(True) != 1:
+            raise self.fail(
+                key,
+                'set exactly one of "gguf" (a file), "hf" (from the Hugging Face hub) or '
+                '"upstream" (a pool)',
+            )
+        if "upstream" not in table:
             return self.embedded(key, alias, table)
         return self.upstream(key, alias, table)
 
     def embedded(self, key: str, alias: str, table: dict[str, Any]) -> EmbeddedModel:
         self.known(key, table, _EMBEDDED_KEYS)
-        gguf = self.string(f"{key}.gguf", table["gguf"])
+        hf = self.optional_str(f"{key}.hf", table.get("hf"))
+        if hf is not None:
+            try:
+                split_spec(hf)
+            except ValueError as exc:
+                raise self.fail(f"{key}.hf", str(exc)) from exc
+        elif "hf_file" in table:
+            raise self.fail(f"{key}.hf_file", 'names a file of the "hf" repo; set "hf" too')
+        gguf = self.string(f"{key}.gguf", table.get("gguf", "bundled"))
         path = None if gguf == "bundled" else Path(gguf).expanduser()
         if path is not None and not path.is_file():
             raise self.fail(f"{key}.gguf", f"file not found: {path}")
         return EmbeddedModel(
             alias=alias,
             gguf=path,
+            hf=hf,
+            hf_file=self.optional_str(f"{key}.hf_file", table.get("hf_file")),
             ctx_size=self.integer(
                 f"{key}.ctx_size", table.get("ctx_size", DEFAULTS.n_ctx), minimum=256
             ),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from respond._config import CACHE_TYPES, FLASH_ATTN, PLACEMENT_FIELDS, SPLIT_MODES, Settings
+from respond._hub import check_spec
 from respond.engines.formats import FORMATS
 
 __all__ = ["FLAGS", "PLACEMENT_FLAGS", "Flag", "from_file", "readme_table", "resolve"]
@@ -171,6 +172,30 @@ FLAGS: tuple[Flag, ...] = (
         Path,
         "FILE",
         shown="bundled SmolLM2",
+    ),
+    Flag(
+        "hf_repo",
+        ("-hf", "-hfr", "--hf-repo"),
+        "a GGUF from the Hugging Face hub, chosen by its quant tag (default Q4_K_M), downloaded "
+        "into the HF cache and served as -m serves a file",
+        check_spec,
+        "OWNER/NAME[:QUANT]",
+        readme="a GGUF from the Hugging Face hub by its quant tag (`Q4_K_M` by default), "
+        "downloaded into the HF cache with its mmproj, then served as with `-m` "
+        "([docs/models.md](docs/models.md#fetching-a-model-by-name))",
+    ),
+    Flag(
+        "hf_file",
+        ("-hff", "--hf-file"),
+        "the file of the -hf repo to serve, instead of the one its quant tag names",
+        metavar="FILE",
+    ),
+    Flag(
+        "hf_token",
+        ("-hft", "--hf-token"),
+        "the Hugging Face token for gated or private repos",
+        metavar="TOKEN",
+        shown="`$HF_TOKEN`, or the one `hf auth login` saved",
     ),
     Flag(
         "alias",

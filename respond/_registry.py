@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -29,11 +30,15 @@ DISCOVERY_WAIT_S = 30.0  # an upstream started alongside respond may need a mome
 
 def build_engines(settings: Settings) -> dict[str, Engine]:
     """The engines by public model name. Raises SystemExit with a readable message."""
-    if settings.upstreams and (settings.config_path or settings.model_path):
+    if settings.upstreams and (settings.config_path or settings.model_path or settings.hf_repo):
         raise SystemExit(
             "respond: --upstream serves the upstream's models; it does not combine with "
-            "-m or --config (a config file can list both kinds of model)."
+            "-m, -hf or --config (a config file can list both kinds of model)."
         )
+    if settings.model_path and settings.hf_repo:
+        raise SystemExit("respond: -m and -hf both name the model to serve; give one of them.")
+    if settings.hf_file and not settings.hf_repo:
+        raise SystemExit("respond: --hf-file names a file of a hub repo; give the repo with -hf.")
     if settings.config_path is not None:
         from respond._config_file import ConfigError
 
@@ -45,7 +50,10 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
             return _from_entries(config.models, settings, from_file=True)
     if settings.upstreams:
         return _from_flags(settings)
-    return _from_entries([EmbeddedModel(alias="", gguf=settings.model_path)], settings)
+    flags = EmbeddedModel(
+        alias="", gguf=settings.model_path, hf=settings.hf_repo, hf_file=settings.hf_file
+    )
+    return _from_entries([flags], settings)
 
 
 def _from_entries(
@@ -71,19 +79,9 @@ def _from_entries(
 
 
 def _embedded(entry: EmbeddedModel, settings: Settings, *, from_file: bool) -> Engine:
-    from respond.engines.llamacpp import BUNDLED_ALIAS, LlamaCppEngine, bundled_model_path
+    from respond.engines.llamacpp import LlamaCppEngine
 
-    if entry.gguf is None:
-        try:
-            path = bundled_model_path()
-        except FileNotFoundError as exc:
-            raise SystemExit(f"respond: {exc}") from exc
-        default_alias = BUNDLED_ALIAS
-    else:
-        path = entry.gguf
-        if not path.is_file():
-            raise SystemExit(f"respond: model file not found: {path}")
-        default_alias = path.stem
+    path, default_alias, mmproj = _model_file(entry, settings)
     template = entry.chat_template_file if from_file else settings.chat_template_file
     if template is not None and not template.is_file():
         raise SystemExit(f"respond: chat template file not found: {template}")
@@ -101,6 +99,7 @@ def _embedded(entry: EmbeddedModel, settings: Settings, *, from_file: bool) -> E
             chat_template_file=template,
             cache_ram_mb=entry.cache_ram,
             placement=placement,
+            mmproj_path=mmproj,
         )
     return LlamaCppEngine(
         path,
@@ -115,7 +114,29 @@ def _embedded(entry: EmbeddedModel, settings: Settings, *, from_file: bool) -> E
         chat_template_file=template,
         cache_ram_mb=settings.cache_ram_mb,
         placement=placement,
+        mmproj_path=mmproj,
     )
+
+
+def _model_file(entry: EmbeddedModel, settings: Settings) -> tuple[Path, str, Path | None]:
+    """The GGUF to load, its default alias, and its mmproj (only a hub repo brings one)."""
+    from respond._hub import HubError, fetch
+    from respond.engines.llamacpp import BUNDLED_ALIAS, bundled_model_path
+
+    if entry.hf is not None:
+        try:
+            fetched = fetch(entry.hf, file=entry.hf_file, token=settings.hf_token)
+        except HubError as exc:
+            raise SystemExit(f"respond: {exc}") from exc
+        return fetched.gguf, fetched.gguf.stem, fetched.mmproj
+    if entry.gguf is None:
+        try:
+            return bundled_model_path(), BUNDLED_ALIAS, None
+        except FileNotFoundError as exc:
+            raise SystemExit(f"respond: {exc}") from exc
+    if not entry.gguf.is_file():
+        raise SystemExit(f"respond: model file not found: {entry.gguf}")
+    return entry.gguf, entry.gguf.stem, None
 
 
 def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:

@@ -43,6 +43,8 @@ def sample(flag: Flag) -> str:
         return "1"
     if flag.metavar and flag.metavar.startswith("HOST:PORT"):
         return "127.0.0.1:64"
+    if flag.metavar and flag.metavar.startswith("OWNER/NAME"):
+        return "owner/name:Q8_0"
     return "64"
 
 
@@ -69,7 +71,8 @@ def test_each_setting_comes_from_its_flag_its_variable_and_its_key(
     flag: Flag, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / sample(flag)).write_text("[serve]\n")  # for --config: a file to read
+    if flag.field == "config_path":
+        (tmp_path / sample(flag)).write_text("[serve]\n")  # a file to read
     default = getattr(parse_settings(["serve"], {}), flag.field)
     assert default == flag.default
     assert getattr(parse_settings(["serve", *argv(flag)], {}), flag.field) == expected(flag)
@@ -112,6 +115,8 @@ def test_the_composite_settings() -> None:
         ([], {"RESPOND_LOG_FORMAT": "xml"}, "RESPOND_LOG_FORMAT"),
         ([], {"RESPOND_PORT": "http"}, "RESPOND_PORT"),
         (["--upstream-api", "soap"], {}, "--upstream-api"),
+        (["-hf", "tiny:Q8_0"], {}, "OWNER/NAME[:QUANT]"),
+        ([], {"RESPOND_HF_REPO": "a/b/c"}, "RESPOND_HF_REPO"),
     ],
 )
 def test_a_wrong_value_is_refused_naming_where_it_came_from(

@@ -94,8 +94,12 @@ class LlamaCppEngine(Engine):
         chat_template_file: str | os.PathLike[str] | None = None,
         cache_ram_mb: int = DEFAULT_CACHE_RAM_MB,
         placement: Placement | None = None,
+        mmproj_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        # The projector of a vision model, fetched beside it by -hf: kept for images (#34),
+        # which this engine does not take yet.
+        self.mmproj_path = None if mmproj_path is None else Path(mmproj_path)
         self.placement = placement or Placement()  # devices, KV-cache types (_placement.py)
         # A Jinja file to use instead of the GGUF's own template (--chat-template-file).
         self.chat_template_file = None if chat_template_file is None else Path(chat_template_file)
