@@ -80,6 +80,9 @@ def test_example_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("[models.a]\ngguf = 'bundled'\nchat_template_file = 3\n", "models.a.chat_template_file:"),
         ("[models.a]\ngguf = 'bundled'\ncache_ram = -1\n", "models.a.cache_ram:"),
         ("[models.a]\ngguf = 'bundled'\nupstream = 'http://x/v1'\n", "models.a:"),
+        ("[models.a]\ngguf = 'bundled'\nhf = 'owner/name'\n", "models.a:"),
+        ("[models.a]\nhf = 'name:Q8_0'\n", "models.a.hf: invalid repo 'name:Q8_0'"),
+        ("[models.a]\ngguf = 'bundled'\nhf_file = 'a.gguf'\n", "models.a.hf_file:"),
         ("[models.a]\nupstream = 'http://x/v1'\napi_key_env = 'UNSET_RESPOND_X'\n", "api_key_env"),
         ("[server]\nport = 1\n", "server:"),
         ("", "models:"),
@@ -91,6 +94,17 @@ def test_errors_name_the_key(tmp_path: Path, text: str, key: str) -> None:
         load_config(write(tmp_path, text))
     assert key in str(caught.value)
     assert str(tmp_path / "respond.toml") in str(caught.value)
+
+
+def test_a_model_from_the_hub(tmp_path: Path) -> None:
+    text = "[models.qwen]\nhf = 'unsloth/Qwen3-8B-GGUF:Q8_0'\nctx_size = 8192\n"
+    [qwen] = load_config(write(tmp_path, text))
+    assert qwen == EmbeddedModel(
+        alias="qwen", gguf=None, hf="unsloth/Qwen3-8B-GGUF:Q8_0", ctx_size=8192
+    )
+    text = "[models.qwen]\nhf = 'unsloth/Qwen3-8B-GGUF'\nhf_file = 'q/Qwen3-8B-F16.gguf'\n"
+    [qwen] = load_config(write(tmp_path, text))
+    assert isinstance(qwen, EmbeddedModel) and qwen.hf_file == "q/Qwen3-8B-F16.gguf"
 
 
 def test_serve_refuses_a_bad_file_naming_the_key(tmp_path: Path) -> None:
