@@ -48,6 +48,11 @@ class HubModel:
     gguf: Path  # the file to load (a split model's first part, its others beside it)
     mmproj: Path | None  # the repo's projector for images, where it has one
 
+    @property
+    def name(self) -> str:
+        """The model's default id: the file's name without `.gguf` or a part's number."""
+        return _split(self.gguf.name).prefix
+
 
 def split_spec(spec: str) -> tuple[str, str]:
     """'owner/name:Q8_0' -> ('owner/name', 'Q8_0'); the tag is '' when none is given."""

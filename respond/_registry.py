@@ -128,7 +128,7 @@ def _model_file(entry: EmbeddedModel, settings: Settings) -> tuple[Path, str, Pa
             fetched = fetch(entry.hf, file=entry.hf_file, token=settings.hf_token)
         except HubError as exc:
             raise SystemExit(f"respond: {exc}") from exc
-        return fetched.gguf, fetched.gguf.stem, fetched.mmproj
+        return fetched.gguf, fetched.name, fetched.mmproj
     if entry.gguf is None:
         try:
             return bundled_model_path(), BUNDLED_ALIAS, None

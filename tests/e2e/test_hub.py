@@ -87,16 +87,20 @@ def test_the_tagged_file_is_fetched_with_progress_served_then_served_from_the_ca
     log = server.log()
     assert f"{FILE}: 100%" in log
     assert f"mmproj {MMPROJ} from {REPO}" in log
-    # With the hub gone, the next start serves the cached file.
+    # With the hub gone, or HF_HUB_OFFLINE set, the next starts serve the cached file.
     hub.stop()
     before = len(hub.requests)
-    again = serve(tmp_path / "again", env)
-    try:
-        assert answer(again, "tiny-Q8_0").strip()
-    finally:
-        again.stop()
+    for why, restart_env in [
+        ("the hub cannot be reached", env),
+        ("HF_HUB_OFFLINE is set", {**env, "HF_HUB_OFFLINE": "1"}),
+    ]:
+        again = serve(tmp_path / why.replace(" ", "-"), restart_env)
+        try:
+            assert answer(again, "tiny-Q8_0").strip()
+        finally:
+            again.stop()
+        assert why in again.log() and "using the cache" in again.log()
     assert len(hub.requests) == before
-    assert "the hub cannot be reached" in again.log() and "using the cache" in again.log()
 
 
 def test_a_download_cut_halfway_is_resumed(tmp_path: Path, hub: FakeHub) -> None:

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from respond._hub import choose_mmproj, choose_model, split_spec
+from respond._hub import HubModel, choose_mmproj, choose_model, split_spec
 
 # As unsloth and bartowski lay out their repos: quants at the top, big ones split in folders.
 REPO = [
@@ -87,3 +89,14 @@ def test_the_repo_and_its_tag(spec: str, parsed: tuple[str, str]) -> None:
 def test_a_malformed_repo_is_refused_saying_the_form(spec: str) -> None:
     with pytest.raises(ValueError, match=r"use OWNER/NAME\[:QUANT\]"):
         split_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("file", "name"),
+    [
+        ("Qwen3-8B-Q8_0.gguf", "Qwen3-8B-Q8_0"),
+        ("Qwen3-8B-BF16-00001-of-00002.gguf", "Qwen3-8B-BF16"),
+    ],
+)
+def test_the_model_is_named_by_its_file_without_a_part_number(file: str, name: str) -> None:
+    assert HubModel(gguf=Path("/cache/snapshots/abc") / file, mmproj=None).name == name
