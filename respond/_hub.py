@@ -252,6 +252,8 @@ class _Progress(tqdm):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("mininterval", 0.1 if sys.stderr.isatty() else 5.0)
+        # huggingface_hub describes the bar by its URL's last 40 characters: the file says it.
+        kwargs["desc"] = str(kwargs.get("desc") or "").rsplit("/", 1)[-1] or None
         super().__init__(*args, file=sys.stderr, **kwargs)
 
 

@@ -103,6 +103,21 @@ def test_the_tagged_file_is_fetched_with_progress_served_then_served_from_the_ca
     assert len(hub.requests) == before
 
 
+def test_a_config_file_model_from_the_hub_without_a_tag_is_the_q4_k_m_file(
+    tmp_path: Path, hub: FakeHub
+) -> None:
+    config = tmp_path / "respond.toml"
+    config.write_text(f'[models.tiny]\nhf = "{REPO}"\nctx_size = 1024\n')
+    env = hub_env(tmp_path, hub.url)
+    server = start_server(tmp_path, "--config", str(config), "--embedding-model", "none", env=env)
+    try:
+        assert answer(server, "tiny").strip()
+    finally:
+        server.stop()
+    assert len(hub.downloads("tiny-Q4_K_M.gguf")) == 1 and not hub.downloads(FILE)
+    assert cached(tmp_path, "tiny-Q4_K_M.gguf").is_file()
+
+
 def test_a_download_cut_halfway_is_resumed(tmp_path: Path, hub: FakeHub) -> None:
     half = bundled_model_path().stat().st_size // 2
     hub.cut = half
