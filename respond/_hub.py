@@ -171,23 +171,28 @@ def _cache_folder(repo: str) -> Path:
 
 
 def _listing(repo: str, tag: str, file: str | None, token: str | None) -> list[str]:
-    """The repo's files: the hub's list, else (offline, unreachable) what the cache holds."""
+    """The repo's files: the hub's list, else (offline, unreachable, down) what the cache holds."""
     try:
         info = HfApi().model_info(repo, token=token, timeout=constants.HF_HUB_ETAG_TIMEOUT)
         return [sibling.rfilename for sibling in info.siblings or []]
     except _NO_HUB as exc:
-        cached = _cached_files(repo)
-        if cached:
-            log.info("the hub cannot be reached (%s); using the cache", _why(exc))
-            return cached
-        wanted = file or f"a GGUF tagged {tag or 'Q4_K_M'}"
-        raise HubError(
-            f"{repo}: {wanted} is not in the cache ({_cache_folder(repo)}) and the hub cannot "
-            f"be reached ({_why(exc)}). Start once with the hub reachable (HF_ENDPOINT names a "
-            "mirror), or serve a local file with -m."
-        ) from exc
+        return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc)
     except HfHubHTTPError as exc:
+        if exc.response.status_code >= 500:  # the hub is down: as unreachable, as llama.cpp
+            return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc)
         raise HubError(f"{repo}: the hub refused: {_first_line(exc)}. {_token_hint()}") from exc
+
+
+def _from_cache(repo: str, wanted: str, exc: Exception) -> list[str]:
+    cached = _cached_files(repo)
+    if cached:
+        log.info("the hub cannot be reached (%s); using the cache", _why(exc))
+        return cached
+    raise HubError(
+        f"{repo}: {wanted} is not in the cache ({_cache_folder(repo)}) and the hub cannot "
+        f"be reached ({_why(exc)}). Start once with the hub reachable (HF_ENDPOINT names a "
+        "mirror), or serve a local file with -m."
+    ) from exc
 
 
 def _cached_files(repo: str) -> list[str]:

@@ -87,20 +87,23 @@ def test_the_tagged_file_is_fetched_with_progress_served_then_served_from_the_ca
     log = server.log()
     assert f"{FILE}: 100%" in log
     assert f"mmproj {MMPROJ} from {REPO}" in log
-    # With the hub gone, or HF_HUB_OFFLINE set, the next starts serve the cached file.
+    # With the hub down, gone, or HF_HUB_OFFLINE set, the next starts serve the cached file.
+    hub.down = True
+    restart(tmp_path / "down", env, "Server error '503 Service Unavailable'")
     hub.stop()
     before = len(hub.requests)
-    for why, restart_env in [
-        ("the hub cannot be reached", env),
-        ("HF_HUB_OFFLINE is set", {**env, "HF_HUB_OFFLINE": "1"}),
-    ]:
-        again = serve(tmp_path / why.replace(" ", "-"), restart_env)
-        try:
-            assert answer(again, "tiny-Q8_0").strip()
-        finally:
-            again.stop()
-        assert why in again.log() and "using the cache" in again.log()
+    restart(tmp_path / "gone", env, "the hub cannot be reached")
+    restart(tmp_path / "offline", {**env, "HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set")
     assert len(hub.requests) == before
+
+
+def restart(tmp: Path, env: dict[str, str], why: str) -> None:
+    server = serve(tmp, env)
+    try:
+        assert answer(server, "tiny-Q8_0").strip()
+    finally:
+        server.stop()
+    assert why in server.log() and "using the cache" in server.log()
 
 
 def test_a_config_file_model_from_the_hub_without_a_tag_is_the_q4_k_m_file(

@@ -8,9 +8,10 @@ the hub does, for one model repo, with `HF_ENDPOINT` pointed at it:
   reads (`X-Repo-Commit`, `ETag`, `X-Linked-Etag` = the sha256 of an LFS file, `X-Linked-Size`,
   `Content-Length`) and `Range: bytes=N-` answered 206.
 
-It serves each file from disk, and can misbehave once the way networks and mirrors do: `cut`
-drops the connection after N bytes of the next download, `corrupt` sends other bytes than the
-advertised sha256's. Every request is kept in `requests` for the tests to read.
+It serves each file from disk, and can misbehave the way networks and mirrors do: `cut` drops
+the connection after N bytes of the next download (once), `corrupt` sends other bytes than the
+advertised sha256's, `down` answers every request 503. Every request is kept in `requests` for
+the tests to read.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class FakeHub:
     files: Mapping[str, Path]
     cut: int | None = None  # drop the next download's connection after this many bytes
     corrupt: set[str] = field(default_factory=set)  # files sent with wrong bytes
+    down: bool = False  # every request answered 503, as a hub having an outage
     requests: list[Request] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -100,7 +102,9 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         fake.requests.append(Request(self.command, self.path, self.headers.get("Range")))
         path = self.path.split("?", 1)[0]
-        if path in (f"/api/models/{fake.repo}", f"/api/models/{fake.repo}/revision/main"):
+        if fake.down:
+            self.send_json(503, {"error": "Service Unavailable"})
+        elif path in (f"/api/models/{fake.repo}", f"/api/models/{fake.repo}/revision/main"):
             self.model_info()
         elif match := re.fullmatch(rf"/{re.escape(fake.repo)}/resolve/[^/]+/(.+)", path):
             self.file(match[1], body=body)
