@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,19 @@ def test_a_malformed_repo_is_refused_saying_the_form(spec: str) -> None:
 )
 def test_the_model_is_named_by_its_file_without_a_part_number(file: str, name: str) -> None:
     assert HubModel(gguf=Path("/cache/snapshots/abc") / file, mmproj=None).name == name
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["-m", "model.gguf", "-hf", "owner/name"], "-m and -hf both name the model"),
+        (["--hf-file", "a.gguf"], "give the repo with -hf"),
+        (["-hf", "owner/name", "--upstream", "http://x/v1"], "does not combine with -m, -hf"),
+    ],
+)
+def test_flags_that_do_not_combine_stop_the_start_saying_why(argv: list[str], said: str) -> None:
+    from respond._registry import build_engines
+    from respond.cli import parse_settings
+
+    with pytest.raises(SystemExit, match=re.escape(said)):
+        build_engines(parse_settings(["serve", *argv], {}))
