@@ -121,6 +121,16 @@ def test_a_config_file_model_from_the_hub_without_a_tag_is_the_q4_k_m_file(
     assert cached(tmp_path, "tiny-Q4_K_M.gguf").is_file()
 
 
+def test_a_private_repo_needs_the_token(tmp_path: Path, hub: FakeHub) -> None:
+    hub.token = "hf_secret"
+    log = failed_start(tmp_path, hub_env(tmp_path, hub.url), "-hf", f"{REPO}:Q8_0")
+    assert f"respond: {REPO}: the hub refused: " in log
+    assert "needs a token: --hf-token or HF_TOKEN" in log
+    server = serve(tmp_path / "with-token", hub_env(tmp_path, hub.url, HF_TOKEN="hf_secret"))
+    server.stop()
+    assert len(hub.downloads(FILE)) == 1 and cached(tmp_path, FILE).is_file()
+
+
 def test_a_download_cut_halfway_is_resumed(tmp_path: Path, hub: FakeHub) -> None:
     half = bundled_model_path().stat().st_size // 2
     hub.cut = half

@@ -10,7 +10,8 @@ the hub does, for one model repo, with `HF_ENDPOINT` pointed at it:
 
 It serves each file from disk, and can misbehave the way networks and mirrors do: `cut` drops
 the connection after N bytes of the next download (once), `corrupt` sends other bytes than the
-advertised sha256's, `down` answers every request 503. Every request is kept in `requests` for
+advertised sha256's, `down` answers every request 503; with a `token` the repo is private, as
+the hub answers a request without it (401). Every request is kept in `requests` for
 the tests to read.
 """
 
@@ -56,6 +57,7 @@ class FakeHub:
     cut: int | None = None  # drop the next download's connection after this many bytes
     corrupt: set[str] = field(default_factory=set)  # files sent with wrong bytes
     down: bool = False  # every request answered 503, as a hub having an outage
+    token: str | None = None  # a private repo: requests need `Authorization: Bearer TOKEN`
     requests: list[Request] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -104,6 +106,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if fake.down:
             self.send_json(503, {"error": "Service Unavailable"})
+        elif fake.token and self.headers.get("Authorization") != f"Bearer {fake.token}":
+            error = {"error": "Repository Not Found"}
+            self.send_json(401, error, {"X-Error-Code": "RepoNotFound"})
         elif path in (f"/api/models/{fake.repo}", f"/api/models/{fake.repo}/revision/main"):
             self.model_info()
         elif match := re.fullmatch(rf"/{re.escape(fake.repo)}/resolve/[^/]+/(.+)", path):
