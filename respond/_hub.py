@@ -269,7 +269,10 @@ def _why(exc: Exception) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """What went wrong, without huggingface_hub's advice after it ('401 Client Error.
+    Repository Not Found for url: ...')."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[:2]).rstrip(".") or type(exc).__name__
 
 
 def _token_hint() -> str:

@@ -124,7 +124,7 @@ def test_a_config_file_model_from_the_hub_without_a_tag_is_the_q4_k_m_file(
 def test_a_private_repo_needs_the_token(tmp_path: Path, hub: FakeHub) -> None:
     hub.token = "hf_secret"
     log = failed_start(tmp_path, hub_env(tmp_path, hub.url), "-hf", f"{REPO}:Q8_0")
-    assert f"respond: {REPO}: the hub refused: " in log
+    assert f"respond: {REPO}: the hub refused: 401 Client Error. Repository Not Found" in log
     assert "needs a token: --hf-token or HF_TOKEN" in log
     server = serve(tmp_path / "with-token", hub_env(tmp_path, hub.url, HF_TOKEN="hf_secret"))
     server.stop()
