@@ -141,16 +141,21 @@ def choose_mmproj(files: Sequence[str], model: str) -> str | None:
 def fetch(spec: str, *, file: str | None = None, token: str | None = None) -> HubModel:
     """The model `spec` names, downloaded (or found in the cache). Raises HubError."""
     repo, tag = split_spec(spec)
-    files = _listing(repo, tag, file, token)
+    files, cached = _listing(repo, tag, file, token)
+    # Offline, the cache is all there is: say so, and where it is.
+    where = (
+        f" in the cache ({_cache_folder(repo)}), and the hub cannot be reached" if cached else ""
+    )
     if file is not None:
         named = next((f for f in files if f.lower() == file.lower()), None)
         if named is None:
-            raise HubError(f"{repo} has no file {file}; {_available(files)}")
+            raise HubError(f"{repo} has no file {file}{where}; {_available(files)}")
         parts = _parts(files, named)
     else:
         parts = choose_model(files, tag)
         if not parts:
-            raise HubError(f"{repo} has no GGUF tagged {tag or 'Q4_K_M'}; {_available(files)}")
+            wanted = tag or "Q4_K_M"
+            raise HubError(f"{repo} has no GGUF tagged {wanted}{where}; {_available(files)}")
     mmproj = choose_mmproj(files, parts[0])
     paths = [_download(repo, name, token) for name in parts]
     log.info("model %s from %s: %s", parts[0], repo, paths[0])
@@ -170,16 +175,17 @@ def _cache_folder(repo: str) -> Path:
     return Path(constants.HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}"
 
 
-def _listing(repo: str, tag: str, file: str | None, token: str | None) -> list[str]:
-    """The repo's files: the hub's list, else (offline, unreachable, down) what the cache holds."""
+def _listing(repo: str, tag: str, file: str | None, token: str | None) -> tuple[list[str], bool]:
+    """The repo's files from the hub, else (offline, unreachable, down) the cache's, and
+    whether they are the cache's."""
     try:
         info = HfApi().model_info(repo, token=token, timeout=constants.HF_HUB_ETAG_TIMEOUT)
-        return [sibling.rfilename for sibling in info.siblings or []]
+        return [sibling.rfilename for sibling in info.siblings or []], False
     except _NO_HUB as exc:
-        return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc)
+        return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc), True
     except HfHubHTTPError as exc:
         if exc.response.status_code >= 500:  # the hub is down: as unreachable, as llama.cpp
-            return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc)
+            return _from_cache(repo, file or f"a GGUF tagged {tag or 'Q4_K_M'}", exc), True
         raise HubError(f"{repo}: the hub refused: {_first_line(exc)}. {_token_hint()}") from exc
 
 

@@ -93,8 +93,13 @@ def test_the_tagged_file_is_fetched_with_progress_served_then_served_from_the_ca
     hub.stop()
     before = len(hub.requests)
     restart(tmp_path / "gone", env, "the hub cannot be reached")
-    restart(tmp_path / "offline", {**env, "HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set")
+    offline = {**env, "HF_HUB_OFFLINE": "1"}
+    restart(tmp_path / "offline", offline, "HF_HUB_OFFLINE is set")
     assert len(hub.requests) == before
+    # A quant the cache does not hold, offline: the error says where it looked.
+    log = failed_start(tmp_path / "other", offline, "-hf", f"{REPO}:Q4_K_M")
+    folder = tmp_path / "hf" / "hub" / "models--owner--tiny"
+    assert f"{REPO} has no GGUF tagged Q4_K_M in the cache ({folder})" in log
 
 
 def restart(tmp: Path, env: dict[str, str], why: str) -> None:
