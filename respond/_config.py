@@ -69,6 +69,10 @@ PLACEMENT_FIELDS = tuple(f.name for f in dataclasses.fields(Placement))
 @dataclass
 class Settings:
     model_path: Path | None = None  # None: the bundled SmolLM2 model
+    # A folder of GGUFs served on demand (engines/llamacpp/_on_demand.py), instead of -m.
+    models_dir: Path | None = None
+    models_max: int = 4  # of them resident at once
+    models_ttl: int = 0  # seconds idle before one is unloaded; 0: never
     alias: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080

@@ -43,6 +43,11 @@ def _duration(text: str) -> int:
     return int(number) * (scale or 1)
 
 
+def _seconds_or_never(text: str) -> int:
+    """A duration as `_duration` reads it, or 0 for never."""
+    return 0 if text.strip() == "0" else _duration(text)
+
+
 def _tokens_or_none(text: str) -> int | None:
     """A token count; 0 means none (as an unset RESPOND_N_PREDICT always did)."""
     return int(text) or None
@@ -171,6 +176,30 @@ FLAGS: tuple[Flag, ...] = (
         Path,
         "FILE",
         shown="bundled SmolLM2",
+    ),
+    Flag(
+        "models_dir",
+        ("--models-dir",),
+        "serve every GGUF of this folder, each loaded when a request first names it",
+        Path,
+        "DIR",
+        readme="serve every GGUF of a folder, each loaded when first asked for "
+        "([docs/models.md](docs/models.md#a-folder-of-models))",
+    ),
+    Flag(
+        "models_max",
+        ("--models-max",),
+        "models of --models-dir loaded at once; the least recently used idle one is unloaded",
+        _at_least(1),
+        "N",
+    ),
+    Flag(
+        "models_ttl",
+        ("--models-ttl",),
+        "unload a model of --models-dir idle this long (3600, 90m, 12h; 0: never)",
+        _seconds_or_never,
+        "D",
+        shown="never",
     ),
     Flag(
         "alias",
