@@ -7,7 +7,7 @@ different one so no cache holds it) while that prompt is still being read. Strea
 Completions at temperature 0. Printed: the TTFTs (median), the slowdown beside the long prompt
 (TTFT beside it / TTFT alone) of each server, and respond's TTFT beside it over llama-server's.
 
-    .venv/bin/python bench/bench_scheduler.py [--rounds 3] [--long-words 1500] [--threads 2]
+    .venv/bin/python bench/bench_scheduler.py [--rounds 3] [--long-words 1300] [--threads 2]
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def start_llama_server(binary: Path, threads: int, tmp: Path) -> Server:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--long-words", type=int, default=1500, help="~5 tokens each")
+    parser.add_argument("--long-words", type=int, default=1300, help="~6 tokens each")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--llama-server", type=Path, default=None)
     args = parser.parse_args()
