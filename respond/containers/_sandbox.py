@@ -18,12 +18,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from respond.containers import _cgroup
+from respond.containers import _cgroup, _users
 
 log = logging.getLogger("respond.containers")
 
@@ -342,37 +341,12 @@ def _remove_group(group: _cgroup.CallGroup) -> None:
 
 
 def _kill_user(uid: int) -> bool:
-    """Kill every process running as `uid` (limits-only: one that left the call's session
-    outlives it); whether none is left, so that the uid can serve another call."""
-    deadline = time.monotonic() + KILL_SECONDS
-    while pids := _processes_of(uid):
-        if time.monotonic() >= deadline:
-            log.warning("processes of sandbox user %d will not die: the uid is retired", uid)
-            return False
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
-    return True
-
-
-def _processes_of(uid: int) -> list[int]:
-    """The processes whose real uid is `uid` (from /proc/<pid>/status: a process that made
-    itself undumpable has a /proc folder owned by root)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"{entry.path}/status") as status:
-                for line in status:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry.name))
-                        break
-        except (OSError, ValueError):
-            continue  # it ended meanwhile
-    return found
+    """Whether no process of `uid` is left (so that it can serve another call): the bootstrap
+    kills them, unless it was killed itself first."""
+    if _users.kill_all(uid, KILL_SECONDS):
+        return True
+    log.warning("processes of sandbox user %d will not die: the uid is retired", uid)
+    return False
 
 
 def _installation(python: str) -> tuple[str, ...]:
