@@ -508,7 +508,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "code_interpreter_processes",
         ("--code-interpreter-processes",),
-        "processes one call may have at once",
+        "processes the call's user may have at once (as root, each call is a user of its own)",
         _at_least(1),
         "N",
     ),
