@@ -244,6 +244,13 @@ class Sandbox:
             return outcome
         except TimeoutError:
             raise SandboxError("the sandbox did not report in time; it was killed") from None
+        except SandboxError:
+            if group is not None and group.oom_kills():  # the bootstrap too, before it reported
+                raise SandboxError(
+                    f"the call used more than its {self.limits.memory_mb} MiB of memory (all "
+                    "its processes together); the kernel killed its sandbox"
+                ) from None
+            raise
         finally:
             _kill(process)
             with contextlib.suppress(ProcessLookupError):

@@ -29,7 +29,7 @@ import pytest
 from openai.types.responses.tool_param import CodeInterpreterContainer
 
 from respond import Settings, build_server
-from respond.containers import _cgroup
+from respond.containers import SandboxMode, _cgroup
 from respond.containers._sandbox import FIRST_UID, USERS
 from respond.testing import ScriptedEngine
 from tests.support.clients import openai_client
@@ -134,13 +134,13 @@ def served(
         )
 
 
-def settings(mode: str, base: Path, keys: Path) -> Settings:
+def settings(mode: SandboxMode, base: Path, keys: Path) -> Settings:
     return Settings(
         data_dir=base / "data",
         embedding_model="none",
         api_key_file=keys,
         code_interpreter=True,
-        code_interpreter_sandbox=mode,  # type: ignore[arg-type]
+        code_interpreter_sandbox=mode,
         # As root the code runs as a sandbox user, who cannot run an interpreter under /root.
         code_interpreter_python="/usr/bin/python3" if ROOT else sys.executable,
         code_interpreter_timeout=25,
@@ -161,11 +161,11 @@ def test_the_start_up_log_says_which_memory_limit_applies(
     with caplog.at_level(logging.INFO, logger="respond"):
         build_server(settings("namespaces", tmp_path, keys), engines=ENGINES, banner=False)
     said = [r.getMessage() for r in caplog.records if "memory limit" in r.getMessage()]
-    if isinstance(_cgroup.find(), _cgroup.Memory):
+    memory = _cgroup.find()
+    if isinstance(memory, _cgroup.Memory):
         assert said == [
             f"code_interpreter memory limit: {MEMORY_MB} MiB per call, its processes "
-            f"together, and {MEMORY_MB} MiB of address space per process ("
-            f"{_cgroup.find().describe()})"  # type: ignore[union-attr]
+            f"together, and {MEMORY_MB} MiB of address space per process ({memory.describe()})"
         ]
     else:
         assert len(said) == 1 and "per process (RLIMIT_AS), not per call" in said[0]
