@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -45,6 +46,7 @@ GRACE_SECONDS = 15.0
 # respond as root: the users calls run as, each running call one of its own (uid and gid).
 FIRST_UID = 60000
 USERS = 64
+LEASES = Path("/run/respond-sandbox-users")  # host-wide: which of those uids are in use
 KILL_SECONDS = 5.0  # how long a call's leftover processes get to die before their uid is reused
 
 
@@ -126,19 +128,34 @@ class Users:
     """The uids calls run as when respond is root, FIRST_UID and the USERS - 1 after it:
     each running call has one to itself, so that RLIMIT_NPROC counts its processes alone
     (one tenant's processes cannot make another's fork fail) and no call's code can signal
-    or read another's processes. A uid goes back to the pool once nothing runs as it."""
+    or read another's processes. A call holds its uid by a lock on a file in `leases`, so
+    that the respond processes of one host (replicas, restarts) never share one: the end of
+    a call kills every process of its uid. The lock goes once nothing runs as the uid."""
 
-    def __init__(self) -> None:
-        self._free = list(range(FIRST_UID, FIRST_UID + USERS))
+    def __init__(self, leases: Path = LEASES) -> None:
+        leases.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._leases = leases
+        self._held: dict[int, int] = {}  # uid -> its lock file's descriptor
+        self._next = 0  # where the next search starts: a uid given back rests longest
 
     def take(self) -> int:
-        if not self._free:
-            raise SandboxError(f"all {USERS} sandbox users are running calls; try again")
-        return self._free.pop(0)  # the one free the longest
+        for n in range(USERS):
+            uid = FIRST_UID + (self._next + n) % USERS
+            fd = os.open(self._leases / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # this process's own too
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._held[uid] = fd
+            self._next = uid - FIRST_UID + 1
+            return uid
+        raise SandboxError(f"all {USERS} sandbox users are running calls; try again")
 
     def give_back(self, uid: int) -> None:
+        """Free `uid` once none of its processes is left; else it stays held (retired)."""
         if _kill_user(uid):
-            self._free.append(uid)
+            os.close(self._held.pop(uid))  # the lock with it
 
 
 @dataclass(frozen=True)
@@ -170,7 +187,7 @@ class Sandbox:
             mode,
             python,
             _installation(python),
-            Users() if os.geteuid() == 0 else None,
+            _users_of_root(),
             limits,
             root,
             memory if isinstance(memory, _cgroup.Memory) else None,
@@ -329,6 +346,17 @@ def _kill(process: asyncio.subprocess.Process) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def _users_of_root() -> Users | None:
+    """respond as root: the pool of uids calls run as; else None (the calls run as the
+    server's own user)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return Users()
+    except OSError as exc:
+        raise SandboxError(f"cannot keep the sandbox users' leases in {LEASES}: {exc}") from None
 
 
 def _join(group: _cgroup.CallGroup, pid: int) -> None:

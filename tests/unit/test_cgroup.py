@@ -80,11 +80,13 @@ def test_a_v1_group_has_its_limit(tmp_path: Path) -> None:
     assert (group.path / "memory.limit_in_bytes").read_text() == str(512 << 20)
 
 
-def test_each_call_takes_a_user_of_its_own_until_the_pool_is_empty() -> None:
-    users = Users()
-    taken = [users.take() for _ in range(USERS)]
+def test_each_call_takes_a_user_of_its_own_until_the_pool_is_empty(tmp_path: Path) -> None:
+    """Two pools on one host (two respond processes) never hand out the same uid."""
+    users, other = Users(tmp_path), Users(tmp_path)
+    taken = [users.take() for _ in range(USERS // 2)]
+    taken += [other.take() for _ in range(USERS // 2)]
     assert sorted(taken) == list(range(FIRST_UID, FIRST_UID + USERS))
     with pytest.raises(SandboxError, match=f"all {USERS} sandbox users are running calls"):
         users.take()
-    users.give_back(taken[3])  # nothing runs as it: it serves the next call
-    assert users.take() == taken[3]
+    other.give_back(taken[-1])  # nothing runs as it: it serves the next call, anyone's
+    assert users.take() == taken[-1]
