@@ -369,9 +369,11 @@ def _join(group: _cgroup.CallGroup, pid: int) -> None:
 
 
 def _remove_group(group: _cgroup.CallGroup) -> None:
+    """Empty and remove the call's group; one that will not empty is left (and logged)
+    rather than failing a call whose outcome is known."""
     try:
         group.remove()
-    except OSError as exc:  # the next sweep of the cgroup's parent is the kernel's
+    except OSError as exc:
         log.warning("cannot remove the call's memory cgroup %s: %s", group.path, exc)
 
 
