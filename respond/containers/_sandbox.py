@@ -198,8 +198,10 @@ class Sandbox:
         """What the memory limit bounds here, for the log at start."""
         mib = self.limits.memory_mb
         if self.memory is not None:
+            tmpfs = self._group_mb() - mib
+            room = f" (and {tmpfs} MiB for the files in its tmpfs)" if tmpfs else ""
             return (
-                f"{mib} MiB per call, its processes together, and {mib} MiB of address "
+                f"{mib} MiB per call, its processes together{room}, and {mib} MiB of address "
                 f"space per process ({self.memory.describe()})"
             )
         return (
@@ -226,9 +228,17 @@ class Sandbox:
         if self.memory is None:
             return None
         try:
-            return self.memory.group(self.limits.memory_mb * 1024 * 1024)
+            return self.memory.group(self._group_mb() * 1024 * 1024)
         except OSError as exc:
             raise SandboxError(f"cannot make the call's memory cgroup: {exc}") from None
+
+    def _group_mb(self) -> int:
+        """The call's cgroup limit: its memory, and in namespaces mode room for its tmpfs
+        (`/mnt/data` and `/tmp`, up to the disk limit), whose pages the kernel counts in the
+        group and cannot reclaim. Without that room, code that filled both would leave the
+        bootstrap no memory to copy its files back: the kernel would kill it too."""
+        tmpfs = self.limits.disk_mb if self.mode == "namespaces" else 0
+        return self.limits.memory_mb + tmpfs
 
     async def _run(
         self, code: str, workdir: Path, uid: int | None, group: _cgroup.CallGroup | None

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from tests.support.inproc import serving_server
 
 ROOT = os.geteuid() == 0
 MEMORY_MB = 1024
+DISK_MB = 256
 PROCESSES = 12
 AUTO: CodeInterpreterContainer = {"type": "auto"}
 ENGINES = {"scripted": ScriptedEngine(name="scripted")}  # for servers only started
@@ -145,6 +146,7 @@ def settings(mode: SandboxMode, base: Path, keys: Path) -> Settings:
         code_interpreter_python="/usr/bin/python3" if ROOT else sys.executable,
         code_interpreter_timeout=25,
         code_interpreter_memory_mb=MEMORY_MB,
+        code_interpreter_disk_mb=DISK_MB,
         code_interpreter_processes=PROCESSES,
     )
 
@@ -165,7 +167,8 @@ def test_the_start_up_log_says_which_memory_limit_applies(
     if isinstance(memory, _cgroup.Memory):
         assert said == [
             f"code_interpreter memory limit: {MEMORY_MB} MiB per call, its processes "
-            f"together, and {MEMORY_MB} MiB of address space per process ({memory.describe()})"
+            f"together (and {DISK_MB} MiB for the files in its tmpfs), and {MEMORY_MB} MiB "
+            f"of address space per process ({memory.describe()})"
         ]
     else:
         assert len(said) == 1 and "per process (RLIMIT_AS), not per call" in said[0]
@@ -207,6 +210,31 @@ def test_memory_is_limited_for_the_whole_call(served: Served) -> None:
     again = run(served.alpha, "print(6 * 7)", call.container_id)
     assert call_logs(again).strip() == "42"
     assert not _call_groups()
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "limits-only"])
+def test_files_beyond_the_memory_limit_are_written_and_kept(
+    mode: SandboxMode, tmp_path: Path
+) -> None:
+    """200 MiB of files under a 128 MiB memory limit (and a 256 MiB disk limit). In
+    namespaces mode they are pages of the sandbox's tmpfs, which the kernel counts in the
+    call's cgroup: the cgroup has room for them beside the memory, so they are written and
+    copied back (without it, the kernel killed the code and then the sandbox's own process
+    as it copied them back)."""
+    keys = tmp_path / "keys"
+    keys.write_text("alpha:key-alpha\n")
+    engine = ScriptedEngine()
+    limited = replace(settings(mode, tmp_path, keys), code_interpreter_memory_mb=128)
+    server = build_server(limited, engines={engine.info.id: engine}, banner=False)
+    code = (
+        "with open('big', 'wb') as out:\n    for n in range(200):\n"
+        "        out.write(b'x' * (1 << 20))\nprint('wrote', n + 1)"
+    )
+    with serving_server(server) as url, openai_client(f"{url}/v1", api_key="key-alpha") as sdk:
+        call = run_code(sdk, engine, code, AUTO)
+        assert call_logs(call).strip() == "wrote 200"
+        files = sdk.containers.files.list(call.container_id).data
+    assert [(f.path, f.bytes) for f in files] == [("/mnt/data/big", 200 << 20)]
 
 
 def test_one_tenant_holding_every_process_does_not_starve_another(served: Served) -> None:
