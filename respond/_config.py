@@ -137,12 +137,11 @@ class Settings:
     code_interpreter: bool = False
     code_interpreter_sandbox: Literal["namespaces", "limits-only"] = "namespaces"
     code_interpreter_python: str | None = None  # None: the interpreter respond runs on
-    code_interpreter_user: str = "nobody"  # whom code runs as when respond is root
     code_interpreter_timeout: float = 30.0  # wall-clock seconds per call
     code_interpreter_cpu: int = 30  # CPU seconds per call
-    code_interpreter_memory_mb: int = 1024  # address space per process
+    code_interpreter_memory_mb: int = 1024  # per call (cgroup), else per process (RLIMIT_AS)
     code_interpreter_disk_mb: int = 256  # /mnt/data and /tmp of a call together
-    code_interpreter_processes: int = 32  # processes of the sandbox user
+    code_interpreter_processes: int = 32  # RLIMIT_NPROC of the call's user
     # The --config file as read once (set by the command line; None: read config_path).
     config_file: ConfigFile | None = None
 

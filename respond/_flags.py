@@ -614,12 +614,6 @@ FLAGS: tuple[Flag, ...] = (
         shown="the one respond runs on",
     ),
     Flag(
-        "code_interpreter_user",
-        ("--code-interpreter-user",),
-        "the user code runs as when respond runs as root",
-        metavar="NAME",
-    ),
-    Flag(
         "code_interpreter_timeout",
         ("--code-interpreter-timeout",),
         "wall-clock seconds one call may run",
@@ -636,7 +630,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "code_interpreter_memory_mb",
         ("--code-interpreter-memory-mb",),
-        "address space of each of a call's processes, in MiB",
+        "memory of one call, its processes together (a cgroup where respond can make one; "
+        "else each process's address space), in MiB",
         _at_least(64),
         "N",
     ),
@@ -650,7 +645,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "code_interpreter_processes",
         ("--code-interpreter-processes",),
-        "processes the sandbox user may have at once",
+        "processes the call's user may have at once (as root, each call is a user of its own)",
         _at_least(1),
         "N",
     ),
