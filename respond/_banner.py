@@ -54,6 +54,8 @@ def _model_line(name: str, engine: Engine) -> str:
     report = engine.load_report()
     if report is not None and report.slots is not None:
         facts.append(f"{report.slots} slot{'s' if report.slots != 1 else ''}")
+    if info.state:
+        facts.append(f"{info.state}, loads on demand")
     if info.placement:
         placed = info.placement
         facts.append(placed["layers"])

@@ -73,6 +73,10 @@ class Settings:
     hf_repo: str | None = None  # OWNER/NAME[:QUANT]
     hf_file: str | None = None  # a file of that repo, instead of the one its quant tag names
     hf_token: str | None = None  # None: huggingface_hub's own (HF_TOKEN, `hf auth login`)
+    # A folder of GGUFs served on demand (engines/llamacpp/_on_demand.py), instead of -m.
+    models_dir: Path | None = None
+    models_max: int = 4  # of them resident at once
+    models_ttl: int = 0  # seconds idle before one is unloaded; 0: never
     alias: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
@@ -137,12 +141,11 @@ class Settings:
     code_interpreter: bool = False
     code_interpreter_sandbox: Literal["namespaces", "limits-only"] = "namespaces"
     code_interpreter_python: str | None = None  # None: the interpreter respond runs on
-    code_interpreter_user: str = "nobody"  # whom code runs as when respond is root
     code_interpreter_timeout: float = 30.0  # wall-clock seconds per call
     code_interpreter_cpu: int = 30  # CPU seconds per call
-    code_interpreter_memory_mb: int = 1024  # address space per process
+    code_interpreter_memory_mb: int = 1024  # per call (cgroup), else per process (RLIMIT_AS)
     code_interpreter_disk_mb: int = 256  # /mnt/data and /tmp of a call together
-    code_interpreter_processes: int = 32  # processes of the sandbox user
+    code_interpreter_processes: int = 32  # RLIMIT_NPROC of the call's user
     # The --config file as read once (set by the command line; None: read config_path).
     config_file: ConfigFile | None = None
 

@@ -44,6 +44,11 @@ def _duration(text: str) -> int:
     return int(number) * (scale or 1)
 
 
+def _seconds_or_never(text: str) -> int:
+    """A duration as `_duration` reads it, or 0 for never."""
+    return 0 if text.strip() == "0" else _duration(text)
+
+
 def _tokens_or_none(text: str) -> int | None:
     """A token count; 0 means none (as an unset RESPOND_N_PREDICT always did)."""
     return int(text) or None
@@ -196,6 +201,30 @@ FLAGS: tuple[Flag, ...] = (
         "the Hugging Face token for gated or private repos",
         metavar="TOKEN",
         shown="`$HF_TOKEN`, or the one `hf auth login` saved",
+    ),
+    Flag(
+        "models_dir",
+        ("--models-dir",),
+        "serve every GGUF of this folder, each loaded when a request first names it",
+        Path,
+        "DIR",
+        readme="serve every GGUF of a folder, each loaded when first asked for "
+        "([docs/models.md](docs/models.md#a-folder-of-models))",
+    ),
+    Flag(
+        "models_max",
+        ("--models-max",),
+        "models of --models-dir loaded at once; the least recently used idle one is unloaded",
+        _at_least(1),
+        "N",
+    ),
+    Flag(
+        "models_ttl",
+        ("--models-ttl",),
+        "unload a model of --models-dir idle this long (3600, 90m, 12h; 0: never)",
+        _seconds_or_never,
+        "D",
+        shown="never",
     ),
     Flag(
         "alias",
@@ -610,12 +639,6 @@ FLAGS: tuple[Flag, ...] = (
         shown="the one respond runs on",
     ),
     Flag(
-        "code_interpreter_user",
-        ("--code-interpreter-user",),
-        "the user code runs as when respond runs as root",
-        metavar="NAME",
-    ),
-    Flag(
         "code_interpreter_timeout",
         ("--code-interpreter-timeout",),
         "wall-clock seconds one call may run",
@@ -632,7 +655,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "code_interpreter_memory_mb",
         ("--code-interpreter-memory-mb",),
-        "address space of each of a call's processes, in MiB",
+        "memory of one call, its processes together (a cgroup where respond can make one; "
+        "else each process's address space), in MiB",
         _at_least(64),
         "N",
     ),
@@ -646,7 +670,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "code_interpreter_processes",
         ("--code-interpreter-processes",),
-        "processes the sandbox user may have at once",
+        "processes the call's user may have at once (as root, each call is a user of its own)",
         _at_least(1),
         "N",
     ),

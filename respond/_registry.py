@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
-from respond._config import Settings, Timeouts
+from respond._config import Placement, Settings, Timeouts
 from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, config_of
 from respond.engines import Engine
 from respond.engines.upstream import (
@@ -20,6 +21,9 @@ from respond.engines.upstream import (
     ResponsesEngine,
     UpstreamPool,
 )
+
+if TYPE_CHECKING:
+    from respond.engines.llamacpp import LlamaCppEngine
 
 __all__ = ["build_engines", "discover_models", "upstream_engine"]
 
@@ -50,6 +54,12 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
             return _from_entries(config.models, settings, from_file=True)
     if settings.upstreams:
         return _from_flags(settings)
+    if settings.models_dir is not None:
+        if settings.model_path is not None or settings.hf_repo is not None:
+            raise SystemExit(
+                "respond: --models-dir serves a folder; it does not combine with -m or -hf."
+            )
+        return _folder(settings)
     flags = EmbeddedModel(
         alias="", gguf=settings.model_path, hf=settings.hf_repo, hf_file=settings.hf_file
     )
@@ -101,9 +111,25 @@ def _embedded(entry: EmbeddedModel, settings: Settings, *, from_file: bool) -> E
             placement=placement,
             mmproj_path=mmproj,
         )
+    alias = settings.alias or default_alias
+    return _from_settings(path, alias, settings, template, placement, mmproj=mmproj)
+
+
+def _from_settings(
+    path: Path,
+    alias: str,
+    settings: Settings,
+    template: Path | None,
+    placement: Placement,
+    *,
+    mmproj: Path | None = None,
+) -> LlamaCppEngine:
+    """An embedded engine as the flags (and [serve]) describe it."""
+    from respond.engines.llamacpp import LlamaCppEngine
+
     return LlamaCppEngine(
         path,
-        alias=settings.alias or default_alias,
+        alias=alias,
         n_ctx=settings.n_ctx,
         n_threads=settings.n_threads,
         seed=settings.seed,
@@ -137,6 +163,33 @@ def _model_file(entry: EmbeddedModel, settings: Settings) -> tuple[Path, str, Pa
     if not entry.gguf.is_file():
         raise SystemExit(f"respond: model file not found: {entry.gguf}")
     return entry.gguf, entry.gguf.stem, None
+
+
+def _folder(settings: Settings) -> dict[str, Engine]:
+    """Every GGUF of --models-dir, each loaded by the first request that names it."""
+    from respond.engines.llamacpp._on_demand import OnDemandEngine, Shelf, gguf_models
+
+    folder = settings.models_dir
+    assert folder is not None
+    if not folder.is_dir():
+        raise SystemExit(f"respond: --models-dir: not a folder: {folder}")
+    paths = gguf_models(folder)
+    if not paths:
+        raise SystemExit(f"respond: --models-dir: no .gguf file in {folder}")
+    shelf = Shelf(settings.models_max, settings.models_ttl)
+    engines: dict[str, Engine] = {}
+    for path in paths:
+        engines[path.stem] = OnDemandEngine(
+            path,
+            path.stem,
+            n_ctx=settings.n_ctx,
+            build=functools.partial(
+                _from_settings, path, path.stem, settings, None, settings.placement
+            ),
+            shelf=shelf,
+        )
+    log.info("--models-dir %s: %d models, loaded on demand", folder, len(engines))
+    return engines
 
 
 def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import platform
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -183,9 +184,9 @@ _ISOLATION = (
 
 
 _RUNNABLE = (
-    "with limits-only, respond running as root runs code as --code-interpreter-user, who must "
-    "be able to run --code-interpreter-python (give one outside root's home, such as "
-    "/usr/bin/python3)"
+    "respond running as root runs code as an unprivileged user of its own (uids 60000-60063), "
+    "who must be able to run --code-interpreter-python (give one outside root's home, such "
+    "as /usr/bin/python3)"
 )
 
 
@@ -210,18 +211,33 @@ def _sandbox(settings: Settings) -> Sandbox | None:
             limits,
             settings.data_dir / "containers",
             python=settings.code_interpreter_python,
-            user=settings.code_interpreter_user,
         )
         sandbox.probe()
     except SandboxError as exc:
         hint = _ISOLATION if mode == "namespaces" else _RUNNABLE
         raise SystemExit(f"respond: --code-interpreter: {exc}; {hint}.") from exc
+    _say_limits(sandbox)
     if mode == "limits-only":
         log.warning(
             "code_interpreter runs code with resource limits only (limits-only): it can reach "
             "the network and read what the user it runs as can read"
         )
     return sandbox
+
+
+def _say_limits(sandbox: Sandbox) -> None:
+    """The limits that do not hold everywhere: memory per call or only per process, and
+    whether there is a seccomp filter for this machine."""
+    from respond.containers import _seccomp
+
+    log.info("code_interpreter memory limit: %s", sandbox.memory_limit())
+    if sandbox.mode == "namespaces" and not _seccomp.listed():
+        log.warning(
+            "code_interpreter: no seccomp filter: respond has no system call list for %s "
+            "(only for %s); code may make every system call the namespaces allow",
+            platform.machine(),
+            ", ".join(sorted(_seccomp.ARCHES)),
+        )
 
 
 def _embedder(settings: Settings, config: ConfigFile | None) -> Embedder | None:

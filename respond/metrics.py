@@ -232,6 +232,7 @@ class EngineCollector(Collector):
             labels=["upstream"],
         )
         cache = _PromptCacheFamilies()
+        devices = _device_memory(self.engines)
         seen: set[str] = set()  # models sharing a pool report its members once
         for name, engine in self.engines.items():
             report = engine.load_report()
@@ -251,7 +252,24 @@ class EngineCollector(Collector):
                 up.add_metric([member.url], 1 if member.healthy else 0)
                 failures.add_metric([member.url], member.failures)
                 failovers.add_metric([member.url], member.failovers)
-        return [queued, busy, slots, in_flight, up, failures, failovers, *cache.families()]
+        return [queued, busy, slots, in_flight, up, failures, failovers, devices, *cache.families()]
+
+
+def _device_memory(engines: Mapping[str, Engine]) -> GaugeMetricFamily:
+    """The memory of the devices holding embedded models' layers, as each reported it once
+    the model was loaded (read then: an RPC device answers only on its decode connection)."""
+    family = GaugeMetricFamily(
+        "respond_device_memory_bytes",
+        "Memory of a device holding a model's layers, as reported once the model loaded.",
+        labels=["model", "device", "kind"],
+    )
+    for name, engine in engines.items():
+        placement = engine.info.placement or {}
+        for device in placement.get("devices", []):
+            for kind in ("free", "total"):
+                mib = device[f"memory_{kind}_mib"]
+                family.add_metric([name, device["name"], kind], mib * 1024 * 1024)
+    return family
 
 
 class _PromptCacheFamilies:

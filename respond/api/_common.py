@@ -24,6 +24,8 @@ from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.types import Receive
 
 from respond.protocol import events as ev
@@ -37,7 +39,9 @@ __all__ = [
     "SSE_HEADERS",
     "JSONRoute",
     "KeyRing",
+    "Upload",
     "counted",
+    "read_upload",
     "run_to_end",
     "sse_frame",
     "sse_frames",
@@ -47,6 +51,8 @@ __all__ = [
 ]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# Room for the multipart framing and the other fields around an upload's bytes.
+FORM_OVERHEAD = 64 * 1024
 
 
 class JSONRoute(APIRoute):
@@ -266,3 +272,68 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+# ---------------------------------------------------------------- multipart uploads
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A multipart upload's one file (its name cut to a base name) and its text fields."""
+
+    filename: str
+    content: bytes
+    fields: dict[str, str]
+
+
+async def read_upload(request: Request, max_bytes: int, *, max_fields: int, missing: str) -> Upload:
+    """The multipart body's `file`, at most `max_bytes` (else 413; the body is not parsed
+    before it is known to fit), and its text fields; a 400 saying `missing` without a file.
+    The form is closed before this returns: its spooled file goes now, not when the
+    request is collected."""
+    await _read_limited(request, max_bytes + FORM_OVERHEAD)
+    try:
+        form = await request.form(max_files=1, max_fields=max_fields)
+    except MultiPartException as exc:
+        raise APIError(400, f"Invalid multipart body: {exc.message}", param="file") from exc
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise APIError(400, missing, param="file", code="missing_required_parameter")
+        content = await upload.read()
+        fields = {key: value for key, value in form.multi_items() if isinstance(value, str)}
+    finally:
+        await form.close()
+    if len(content) > max_bytes:
+        raise _too_large(max_bytes)
+    return Upload(_upload_name(upload.filename), content, fields)
+
+
+async def _read_limited(request: Request, max_bytes: int) -> None:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes - FORM_OVERHEAD)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > max_bytes:
+            raise _too_large(max_bytes - FORM_OVERHEAD)
+    request._body = bytes(raw)  # what request.form() parses (Starlette reads it from here)
+
+
+def _too_large(max_bytes: int) -> APIError:
+    return APIError(
+        413,
+        f"The file is larger than the {max_bytes // (1024 * 1024)} MiB limit (--max-file-mb).",
+        param="file",
+        code="file_too_large",
+    )
+
+
+def _upload_name(name: str | None) -> str:
+    name = (name or "").rsplit("/", 1)[-1].strip()
+    if not name:
+        return "upload"
+    if len(name) > 256 or not name.isprintable():
+        raise APIError(400, "The file name is too long or has control characters.", param="file")
+    return name

@@ -14,13 +14,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException
 
-from respond.api._common import JSONRoute, tenant_of
+from respond.api._common import JSONRoute, read_upload, tenant_of
 from respond.api._docs import ERRORS
 from respond.api._state import ListParams, limits_of
-from respond.api.files import FORM_OVERHEAD, read_limited, too_large, upload_name
 from respond.containers import ContainerService, missing, missing_file
 from respond.protocol.containers import (
     DEFAULT_MINUTES,
@@ -143,33 +140,16 @@ async def create_file(request: Request, container_id: str) -> JSONResponse:
     service = _service(request, container_id)
     await service.held(tenant, container_id)  # before reading a body it would refuse
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        name, content = await _upload(request, service.max_file_bytes)
+        upload = await read_upload(
+            request,
+            service.max_file_bytes,
+            max_fields=4,
+            missing="Send the file as the multipart field 'file', or JSON with a 'file_id'.",
+        )
+        name, content = upload.filename, upload.content
     else:
         name, content = await _copied(request, service, tenant)
     return JSONResponse(await service.add_file(tenant, container_id, name, content))
-
-
-async def _upload(request: Request, max_bytes: int) -> tuple[str, bytes]:
-    await read_limited(request, max_bytes + FORM_OVERHEAD)
-    try:
-        form = await request.form(max_files=1, max_fields=4)
-    except MultiPartException as exc:
-        raise APIError(400, f"Invalid multipart body: {exc.message}", param="file") from exc
-    try:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise APIError(
-                400,
-                "Send the file as the multipart field 'file', or JSON with a 'file_id'.",
-                param="file",
-                code="missing_required_parameter",
-            )
-        content = await upload.read()
-    finally:
-        await form.close()  # its spooled file, now rather than at garbage collection
-    if len(content) > max_bytes:
-        raise too_large(max_bytes)
-    return upload_name(upload.filename), content
 
 
 async def _copied(

@@ -8,11 +8,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException
 
 from respond._ids import new_id
-from respond.api._common import JSONRoute, tenant_of
+from respond.api._common import JSONRoute, read_upload, tenant_of
 from respond.api._docs import ERRORS
 from respond.api._state import limits_of, not_found
 from respond.files import FileService
@@ -22,13 +20,11 @@ from respond.protocol.limits import check_id
 from respond.protocol.state import Deleted
 from respond.store.base import ListQuery, UnknownCursorError
 
-__all__ = ["file_service", "read_limited", "router", "too_large", "upload_name"]
+__all__ = ["file_service", "router"]
 
 router = APIRouter(route_class=JSONRoute, tags=["files"])
 
 KIND = "file"
-# Room for the multipart framing and the other fields around the file's bytes.
-FORM_OVERHEAD = 64 * 1024
 # `expires_after[seconds]` bounds, as OpenAI has them: an hour to 30 days.
 EXPIRY_SECONDS = (3600, 30 * 24 * 3600)
 
@@ -69,61 +65,31 @@ def file_service(request: Request, kind: str = KIND, object_id: str | None = Non
 async def upload_file(request: Request) -> JSONResponse:
     tenant = tenant_of(request)
     service = file_service(request)
-    await read_limited(request, service.max_file_bytes + FORM_OVERHEAD)
-    try:
-        form = await request.form(max_files=1, max_fields=16)
-    except MultiPartException as exc:
-        raise APIError(400, f"Invalid multipart body: {exc.message}", param="file") from exc
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
-        raise APIError(
-            400,
-            "Missing required parameter: 'file'.",
-            param="file",
-            code="missing_required_parameter",
-        )
-    purpose = _purpose(form.get("purpose"))
-    content = await upload.read()
-    if len(content) > service.max_file_bytes:
-        raise too_large(service.max_file_bytes)
+    upload = await read_upload(
+        request,
+        service.max_file_bytes,
+        max_fields=16,
+        missing="Missing required parameter: 'file'.",
+    )
+    purpose = _purpose(upload.fields.get("purpose"))
     now = int(time.time())
     file = {
         "id": new_id("file"),
         "object": "file",
-        "bytes": len(content),
+        "bytes": len(upload.content),
         "created_at": now,
         "expires_at": _expires_at(
-            form.get("expires_after[anchor]"), form.get("expires_after[seconds]"), now
+            upload.fields.get("expires_after[anchor]"),
+            upload.fields.get("expires_after[seconds]"),
+            now,
         ),
-        "filename": upload_name(upload.filename),
+        "filename": upload.filename,
         "purpose": purpose,
         "status": "processed",
         "status_details": None,
     }
-    await service.files.create_file(tenant, file, content)
+    await service.files.create_file(tenant, file, upload.content)
     return JSONResponse(file)
-
-
-async def read_limited(request: Request, max_bytes: int) -> None:
-    """Read the body under the size limit (413), before any of it is parsed."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise too_large(max_bytes - FORM_OVERHEAD)
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > max_bytes:
-            raise too_large(max_bytes - FORM_OVERHEAD)
-    request._body = bytes(raw)  # what request.form() parses (Starlette reads it from here)
-
-
-def too_large(max_bytes: int) -> APIError:
-    return APIError(
-        413,
-        f"The file is larger than the {max_bytes // (1024 * 1024)} MiB limit (--max-file-mb).",
-        param="file",
-        code="file_too_large",
-    )
 
 
 def _purpose(value: object) -> str:
@@ -158,15 +124,6 @@ def _expires_at(anchor: object, seconds: object, now: int) -> int | None:
             param="expires_after.seconds",
         )
     return now + int(seconds)
-
-
-def upload_name(name: str | None) -> str:
-    name = (name or "").rsplit("/", 1)[-1].strip()
-    if not name:
-        return "upload"
-    if len(name) > 256 or not name.isprintable():
-        raise APIError(400, "The file name is too long or has control characters.", param="file")
-    return name
 
 
 @router.get("/v1/files", responses=ERRORS)

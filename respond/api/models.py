@@ -1,4 +1,5 @@
-"""GET /v1/models (OpenAI shape, plus llama-server's `models` list) and GET /health.
+"""GET /v1/models (OpenAI shape, plus llama-server's `models` list), GET /health, and
+llama-server's POST /models/load and /models/unload for the models of --models-dir.
 
 The embedding model is listed after the chat models, as OpenAI lists its embedding models,
 marked `meta.type: "embedding"` so that a client choosing a chat model can leave it out.
@@ -13,9 +14,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from respond.api._common import tenant_of
-from respond.engines._base import not_ready
+from respond.engines._base import Engine, not_ready
+from respond.engines.llamacpp import OnDemandEngine
 from respond.files import Embedder
-from respond.protocol.errors import error_body
+from respond.protocol.errors import APIError, error_body
 from respond.responses.run import Responses
 from respond.store.base import Store, StoreFullError, StoreUnavailableError
 
@@ -43,6 +45,7 @@ async def list_models(request: Request) -> dict[str, Any]:
                     **({"upstreams": list(info.upstreams)} if info.upstreams else {}),
                     **({"chat_format": info.chat_format} if info.chat_format else {}),
                     **({"placement": dict(info.placement)} if info.placement else {}),
+                    **({"state": info.state} if info.state else {}),
                 },
             }
         )
@@ -124,3 +127,44 @@ async def _upstream_health(service: Responses) -> JSONResponse:
             )
         )
     return JSONResponse(body, status_code=503 if down else 200)
+
+
+@router.post("/models/load")
+async def load_model(request: Request) -> dict[str, Any]:
+    """Load a model of --models-dir now, as a first request would (waits for the load)."""
+    engine = await _on_demand(request)
+    await engine.load_now()
+    return {"success": True, "model": engine.info.id, "state": engine.state}
+
+
+@router.post("/models/unload")
+async def unload_model(request: Request) -> dict[str, Any]:
+    """Unload a model of --models-dir now; 409 while a request uses it."""
+    engine = await _on_demand(request)
+    if not await engine.unload("asked to"):
+        raise APIError(
+            409, f"The model '{engine.info.id}' is answering a request; unload it later."
+        )
+    return {"success": True, "model": engine.info.id, "state": engine.state}
+
+
+async def _on_demand(request: Request) -> OnDemandEngine:
+    tenant_of(request)
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    name = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(name, str) or not name:
+        raise APIError(400, 'Send {"model": NAME}, a model of --models-dir.', param="model")
+    service: Responses = request.app.state.responses
+    engine: Engine | None = service.engines.get(name)
+    if engine is None:
+        raise APIError(404, f"The model '{name}' does not exist.", param="model")
+    if not isinstance(engine, OnDemandEngine):
+        raise APIError(
+            400,
+            f"The model '{name}' is always loaded (only --models-dir models load on demand).",
+            param="model",
+        )
+    return engine

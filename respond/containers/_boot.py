@@ -22,7 +22,8 @@ In "namespaces" mode it
 In "limits-only" mode (explicitly chosen, weaker) it does step 3 without namespaces or a
 chroot: the code runs in a scratch copy of the container's directory (`<id>.work`, the
 sandbox user's), which step 4 copies back by the same rules and removes. The container's
-directory itself stays the server's, out of reach of the code.
+directory itself stays the server's, out of reach of the code. As root, every process of
+the call's own user is killed before the copy back, one that left the call's session too.
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ def _sibling(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING:
-    from respond.containers import _seccomp, _tree
+    from respond.containers import _seccomp, _tree, _users
 else:
     _seccomp = _sibling("_seccomp")
     _tree = _sibling("_tree")
+    _users = _sibling("_users")
 
 # From <sched.h>, <sys/mount.h>, <sys/prctl.h>.
 CLONE_NEWNS = 0x00020000
@@ -87,6 +89,7 @@ DATA = "/mnt/data"
 WRITABLE = ".rw"  # in the root: the writable places, one tmpfs
 SCRATCH = ".work"  # limits-only: the code's folder is the container's, with this suffix
 POLL_SECONDS = 0.01
+KILL_SECONDS = 5.0  # for what the code left running to die, before its files are copied back
 
 # What the code's interpreter runs: the code, read from stdin, as a notebook cell (the
 # value of a last expression is printed, as Jupyter shows it).
@@ -390,6 +393,8 @@ def _run_code(job: dict[str, Any], root: str | None) -> tuple[int, bool]:
     if root is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)  # what it left running in its group
+        if job["uid"] is not None:  # the call's own user: everything it left, at once
+            _users.kill_all(job["uid"], KILL_SECONDS)
     return status, timed_out
 
 

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
+import logging
 import os
-import pwd
 import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Dropped", "Limits", "Outcome", "Sandbox", "SandboxError", "SandboxMode"]
+from respond.containers import _cgroup, _users
+
+log = logging.getLogger("respond.containers")
+
+__all__ = ["Dropped", "Limits", "Outcome", "Sandbox", "SandboxError", "SandboxMode", "Users"]
 
 SandboxMode = Literal["namespaces", "limits-only"]
 BOOT = Path(__file__).with_name("_boot.py")
@@ -38,6 +43,11 @@ MAX_DEPTH = 32
 MAX_INODES = 100_000
 # Beyond the call's timeout, how long the bootstrap gets to copy files back and report.
 GRACE_SECONDS = 15.0
+# respond as root: the users calls run as, each running call one of its own (uid and gid).
+FIRST_UID = 60000
+USERS = 64
+LEASES = Path("/run/respond-sandbox-users")  # host-wide: which of those uids are in use
+KILL_SECONDS = 5.0  # how long a call's leftover processes get to die before their uid is reused
 
 
 class SandboxError(Exception):
@@ -50,9 +60,9 @@ class Limits:
 
     timeout: float  # wall-clock seconds
     cpu_seconds: int
-    memory_mb: int  # address space (RLIMIT_AS)
+    memory_mb: int  # the call's cgroup, where there is one; each process's RLIMIT_AS
     disk_mb: int  # /mnt/data and /tmp together; also the largest file
-    processes: int  # RLIMIT_NPROC of the sandbox user
+    processes: int  # RLIMIT_NPROC of the call's user
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,41 @@ class Outcome:
     signal: int | None = None
     timed_out: bool = False
     dropped: Dropped = Dropped()
+    memory_kills: int = 0  # processes the kernel killed for the call's memory limit
+
+
+class Users:
+    """The uids calls run as when respond is root, FIRST_UID and the USERS - 1 after it:
+    each running call has one to itself, so that RLIMIT_NPROC counts its processes alone
+    (one tenant's processes cannot make another's fork fail) and no call's code can signal
+    or read another's processes. A call holds its uid by a lock on a file in `leases`, so
+    that the respond processes of one host (replicas, restarts) never share one: the end of
+    a call kills every process of its uid. The lock goes once nothing runs as the uid."""
+
+    def __init__(self, leases: Path = LEASES) -> None:
+        leases.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._leases = leases
+        self._held: dict[int, int] = {}  # uid -> its lock file's descriptor
+        self._next = 0  # where the next search starts: a uid given back rests longest
+
+    def take(self) -> int:
+        for n in range(USERS):
+            uid = FIRST_UID + (self._next + n) % USERS
+            fd = os.open(self._leases / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # this process's own too
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._held[uid] = fd
+            self._next = uid - FIRST_UID + 1
+            return uid
+        raise SandboxError(f"all {USERS} sandbox users are running calls; try again")
+
+    def give_back(self, uid: int) -> None:
+        """Free `uid` once none of its processes is left; else it stays held (retired)."""
+        if _kill_user(uid):
+            os.close(self._held.pop(uid))  # the lock with it
 
 
 @dataclass(frozen=True)
@@ -118,41 +163,86 @@ class Sandbox:
     mode: SandboxMode
     python: str  # the interpreter the code runs on
     binds: tuple[str, ...]  # its installation's folders, bound read-only in the root
-    uid: int | None  # the sandbox user (respond as root), else None: the server's own
-    gid: int | None
+    users: Users | None  # respond as root: the calls' uids; else None: the server's own
     limits: Limits
     root: Path  # an empty folder the sandbox's root is mounted on (in its own namespace)
+    # Where each call's memory cgroup is made; None: RLIMIT_AS per process only, and why.
+    memory: _cgroup.Memory | None = None
+    memory_unlimited: str = ""
 
     @classmethod
     def make(
-        cls,
-        mode: SandboxMode,
-        limits: Limits,
-        state: Path,
-        *,
-        python: str | None = None,
-        user: str = "nobody",
+        cls, mode: SandboxMode, limits: Limits, state: Path, *, python: str | None = None
     ) -> Sandbox:
         """The sandbox for these settings; `state` is where containers live. Raises
         SandboxError saying what is missing."""
         python = python or sys.executable
-        uid = gid = None
-        if os.geteuid() == 0:
-            try:
-                entry = pwd.getpwnam(user)
-            except KeyError:
-                raise SandboxError(f"there is no user {user!r} to run code as") from None
-            uid, gid = entry.pw_uid, entry.pw_gid
         root = state / ".root"
         root.mkdir(parents=True, exist_ok=True)
         # Only the server goes through it: the code of one container (limits-only, where
         # it runs in the host's tree) cannot reach another's folder from its own.
         state.chmod(0o700)
-        return cls(mode, python, _installation(python), uid, gid, limits, root)
+        memory = _cgroup.find()
+        return cls(
+            mode,
+            python,
+            _installation(python),
+            _users_of_root(),
+            limits,
+            root,
+            memory if isinstance(memory, _cgroup.Memory) else None,
+            memory if isinstance(memory, str) else "",
+        )
+
+    def memory_limit(self) -> str:
+        """What the memory limit bounds here, for the log at start."""
+        mib = self.limits.memory_mb
+        if self.memory is not None:
+            tmpfs = self._group_mb() - mib
+            room = f" (and {tmpfs} MiB for the files in its tmpfs)" if tmpfs else ""
+            return (
+                f"{mib} MiB per call, its processes together{room}, and {mib} MiB of address "
+                f"space per process ({self.memory.describe()})"
+            )
+        return (
+            f"{mib} MiB of address space per process (RLIMIT_AS), not per call: a call "
+            f"with N processes may use N times that ({self.memory_unlimited})"
+        )
 
     async def run(self, code: str, workdir: Path) -> Outcome:
         """Run `code` with `workdir` (the container's files) as /mnt/data. Cancelling the
         caller kills the call's processes."""
+        uid = self.users.take() if self.users is not None else None
+        try:
+            group = self._group()
+            try:
+                return await self._run(code, workdir, uid, group)
+            finally:
+                if group is not None:
+                    await asyncio.to_thread(_remove_group, group)
+        finally:
+            if self.users is not None and uid is not None:
+                await asyncio.to_thread(self.users.give_back, uid)
+
+    def _group(self) -> _cgroup.CallGroup | None:
+        if self.memory is None:
+            return None
+        try:
+            return self.memory.group(self._group_mb() * 1024 * 1024)
+        except OSError as exc:
+            raise SandboxError(f"cannot make the call's memory cgroup: {exc}") from None
+
+    def _group_mb(self) -> int:
+        """The call's cgroup limit: its memory, and in namespaces mode room for its tmpfs
+        (`/mnt/data` and `/tmp`, up to the disk limit), whose pages the kernel counts in the
+        group and cannot reclaim. Without that room, code that filled both would leave the
+        bootstrap no memory to copy its files back: the kernel would kill it too."""
+        tmpfs = self.limits.disk_mb if self.mode == "namespaces" else 0
+        return self.limits.memory_mb + tmpfs
+
+    async def _run(
+        self, code: str, workdir: Path, uid: int | None, group: _cgroup.CallGroup | None
+    ) -> Outcome:
         report_read, report_write = os.pipe()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -169,20 +259,32 @@ class Sandbox:
         finally:
             os.close(report_write)
         try:
-            job = self._job(code, workdir, report_write)
-            return await asyncio.wait_for(
+            if group is not None:
+                _join(group, process.pid)
+            job = self._job(code, workdir, report_write, uid)
+            outcome = await asyncio.wait_for(
                 self._converse(process, job, report_read),
                 self.limits.timeout + GRACE_SECONDS,
             )
+            if group is not None:
+                outcome = replace(outcome, memory_kills=group.oom_kills())
+            return outcome
         except TimeoutError:
             raise SandboxError("the sandbox did not report in time; it was killed") from None
+        except SandboxError:
+            if group is not None and group.oom_kills():  # the bootstrap too, before it reported
+                raise SandboxError(
+                    f"the call used more than its {self.limits.memory_mb} MiB of memory (all "
+                    "its processes together); the kernel killed its sandbox"
+                ) from None
+            raise
         finally:
             _kill(process)
             with contextlib.suppress(ProcessLookupError):
                 await process.wait()
             os.close(report_read)
 
-    def _job(self, code: str, workdir: Path, report: int) -> dict[str, Any]:
+    def _job(self, code: str, workdir: Path, report: int, uid: int | None) -> dict[str, Any]:
         limits = self.limits
         return {
             "mode": self.mode,
@@ -190,8 +292,8 @@ class Sandbox:
             "binds": list(self.binds),
             "workdir": str(workdir),
             "root": str(self.root),
-            "uid": self.uid,
-            "gid": self.gid,
+            "uid": uid,
+            "gid": uid,
             "limits": {
                 "cpu": limits.cpu_seconds,
                 "memory": limits.memory_mb * 1024 * 1024,
@@ -254,6 +356,44 @@ def _kill(process: asyncio.subprocess.Process) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def _users_of_root() -> Users | None:
+    """respond as root: the pool of uids calls run as; else None (the calls run as the
+    server's own user)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return Users()
+    except OSError as exc:
+        raise SandboxError(f"cannot keep the sandbox users' leases in {LEASES}: {exc}") from None
+
+
+def _join(group: _cgroup.CallGroup, pid: int) -> None:
+    """The bootstrap into the call's group: it waits for its job, so nothing it starts is
+    outside."""
+    try:
+        group.join(pid)
+    except OSError as exc:
+        raise SandboxError(f"cannot put the call in its memory cgroup: {exc}") from None
+
+
+def _remove_group(group: _cgroup.CallGroup) -> None:
+    """Empty and remove the call's group; one that will not empty is left (and logged)
+    rather than failing a call whose outcome is known."""
+    try:
+        group.remove()
+    except OSError as exc:
+        log.warning("cannot remove the call's memory cgroup %s: %s", group.path, exc)
+
+
+def _kill_user(uid: int) -> bool:
+    """Whether no process of `uid` is left (so that it can serve another call): the bootstrap
+    kills them, unless it was killed itself first."""
+    if _users.kill_all(uid, KILL_SECONDS):
+        return True
+    log.warning("processes of sandbox user %d will not die: the uid is retired", uid)
+    return False
 
 
 def _installation(python: str) -> tuple[str, ...]:

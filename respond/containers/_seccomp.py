@@ -110,6 +110,11 @@ def program(machine: str) -> list[tuple[int, int, int, int]] | None:
     return [(c, offset(i, jt), offset(i, jf), k) for i, (c, jt, jf, k) in enumerate(body)]
 
 
+def listed() -> bool:
+    """Whether this machine's architecture has a list (else no filter is installed)."""
+    return platform.machine() in ARCHES
+
+
 def install(libc: ctypes.CDLL) -> bool:
     """Install the filter in this process (NO_NEW_PRIVS must be set); False if the
     architecture has no list. Raises OSError when the kernel refuses it."""

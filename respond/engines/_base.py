@@ -335,6 +335,8 @@ class ModelInfo:
     chat_format: str | None = None  # the embedded engine's: "tools: ..., reasoning: ..."
     # The embedded engine's devices, layers offloaded, KV-cache types (llamacpp/_placement.py).
     placement: Mapping[str, Any] | None = None
+    # A model of --models-dir: "unloaded", "loading" or "loaded" (llamacpp/_on_demand.py).
+    state: str | None = None
 
 
 @dataclass(frozen=True)

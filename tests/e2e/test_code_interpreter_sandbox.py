@@ -474,7 +474,7 @@ def test_a_respond_that_is_not_root_isolates_code_in_a_user_namespace() -> None:
     try:
         for name in ("work", "root"):
             (folder / name).mkdir()
-        for module in ("_boot.py", "_tree.py", "_seccomp.py"):  # the boot loads these
+        for module in ("_boot.py", "_tree.py", "_seccomp.py", "_users.py"):  # the boot loads these
             shutil.copy(Path(__file__).parents[2] / "respond" / "containers" / module, folder)
         (folder / "driver.py").write_text(DRIVER)
         if root:

@@ -251,7 +251,9 @@ def test_a_full_queue_answers_429_with_retry_after(tmp_path: Path) -> None:
         busy = Stream(server, {"input": STORY, "max_output_tokens": 2000, "temperature": 0})
         wait_until(lambda: len(busy.deltas) >= 2, "the only slot is busy")
         health = httpx.get(f"{server.url}/health", timeout=TIMEOUT).json()
-        assert health["models"][MODEL] == {"slots": 1, "busy_slots": 1, "queued": 0}
+        assert health["models"][MODEL] == {
+            "slots": 1, "busy_slots": 1, "queued": 0, "layers": "31/31 layers on CPU"
+        }  # fmt: skip
 
         responses = httpx.post(
             f"{server.base_url}/responses", json={"input": "hi"}, timeout=TIMEOUT

@@ -134,8 +134,9 @@ def test_start_up_block(counted: Server) -> None:
     for line in (
         f"playground  {counted.url}/",
         f"API         {counted.base_url}",
-        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots, tools: hermes fallback "
-        "prompt (format unknown), reasoning: none)",
+        f"model       {MODEL} (llama.cpp, context 4096 tokens, 4 slots, 31/31 layers on CPU, "
+        "KV f16/f16, flash attention auto, tools: hermes fallback prompt (format unknown), "
+        "reasoning: none)",
         "auth        off",
         f"curl -s {counted.base_url}/responses",
     ):

@@ -107,6 +107,9 @@ def test_the_layers_are_on_the_rpc_server_and_every_view_says_so(
     assert health["models"][MODEL]["layers"] == "31/31 layers on RPC0"
     assert health["models"][MODEL]["upstreams"] == [{"url": f"rpc://{rpc.endpoint}", "ok": True}]
     assert "31/31 layers on RPC0, KV f16/f16, flash attention auto" in on_rpc.log()
+    total = value(scrape(on_rpc.url), "respond_device_memory_bytes", model=MODEL, device="RPC0",
+                  kind="total")  # fmt: skip
+    assert total == device["memory_total_mib"] * 1024 * 1024
     # The weights went over the wire: the model file is 94 MB (Q4_1), held there now.
     assert on_rpc.rpc_growth_mib > 60  # type: ignore[attr-defined]
 

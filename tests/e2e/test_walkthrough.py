@@ -9,7 +9,8 @@ from tests.support.server import Server
 
 
 def test_health_and_models(server: Server) -> None:
-    idle = {"slots": 4, "busy_slots": 0, "queued": 0}  # the default slots, none busy
+    # The default slots, none busy, and where the model runs (every layer on this CPU).
+    idle = {"slots": 4, "busy_slots": 0, "queued": 0, "layers": "31/31 layers on CPU"}
     assert httpx.get(f"{server.url}/health").json() == {
         "status": "ok",
         "models": {"smollm2-135m": idle},

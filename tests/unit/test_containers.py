@@ -27,7 +27,7 @@ async def service(tmp_path: Path) -> AsyncIterator[ContainerService]:
     sql = SQLiteStore(tmp_path / "s.sqlite3", ttl_seconds=100)
     await sql.open()
     state = tmp_path / "containers"
-    sandbox = Sandbox("namespaces", sys.executable, (), None, None, LIMITS, state / ".root")
+    sandbox = Sandbox("namespaces", sys.executable, (), None, LIMITS, state / ".root")
     yield ContainerService(
         ContainerStore(sql), FileStore(sql), sandbox, state, max_file_bytes=1 << 20
     )

@@ -383,12 +383,19 @@ def test_exactly_the_known_templates_fall_back_to_the_hermes_prompt() -> None:
     assert {stem for stem in stems if chosen(stem) is None} == FALLBACK
 
 
-@pytest.mark.parametrize("fmt", [format_named("deepseek-r1"), format_named("gpt-oss")], ids=str)
+# Every family with reasoning markup of its own, and one of the plain <think> ones.
+THINKING = [format_named("deepseek-r1"), *(f for f in FORMATS if f.think is not None)]
+
+
+@pytest.mark.parametrize("fmt", THINKING, ids=lambda f: f.name)
 def test_reasoning_before_a_forced_call_is_bounded(vocab: Any, fmt: ChatFormat) -> None:
     """A model whose prompt opened a reasoning block must still come to the forced call:
     the grammar lets it reason up to the limit, then only closes the block."""
     think = fmt.think or Think("<think>", "</think>", "think tags", gap="[ \\n]*")
-    call = fmt.render(CALLS[:1])
+    # What the family writes between the block and its calls: a GBNF literal (Kimi K3's
+    # response channel), else whitespace the grammar may skip.
+    gap = json.loads(think.gap) if think.gap.startswith('"') else ""
+    call = gap + fmt.render(CALLS[:1])
 
     def grammar(limit: int | None) -> str:
         return output_grammar(chat_format=fmt, calls=[CallSpec("get_weather", SCHEMA)],

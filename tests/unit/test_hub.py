@@ -109,6 +109,7 @@ def test_the_model_is_named_by_its_file_without_a_part_number(file: str, name: s
         (["-m", "model.gguf", "-hf", "owner/name"], "-m and -hf both name the model"),
         (["--hf-file", "a.gguf"], "give the repo with -hf"),
         (["-hf", "owner/name", "--upstream", "http://x/v1"], "does not combine with -m, -hf"),
+        (["-hf", "owner/name", "--models-dir", "."], "does not combine with -m or -hf"),
     ],
 )
 def test_flags_that_do_not_combine_stop_the_start_saying_why(argv: list[str], said: str) -> None:

@@ -182,6 +182,17 @@ class LlamaCppEngine(Engine):
         finally:
             self._loaded.set()
 
+    def unload(self) -> None:
+        """Free the model: the decode thread ends, the weights and context go (blocking).
+        For a model loaded on demand (_on_demand.py); nothing may use the engine after."""
+        scheduler, model = self._scheduler, self._model
+        self._scheduler = self._model = None
+        self._loaded.clear()
+        if scheduler is not None:
+            scheduler.stop()
+        if model is not None:
+            model.close()
+
     def _describe_placement(self, model: NativeModel) -> None:
         placed = model.placed.describe(model.n_layer)
         self.info = dataclasses.replace(self.info, placement=placed)

@@ -75,9 +75,10 @@ class Scheduler:
         self._in_batch: list[Slot] = []  # the slots in the batch being decoded
         self._job_seconds = 1.0  # a running average, for Retry-After
         self._text = TokenText(model.vocab)
+        self._stopping = False
         sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_SECONDS))
         # A big stack: samplers parse their grammars in this thread (_native.py).
-        big_stack_thread(self._run, (), "respond-decode")
+        self._thread = big_stack_thread(self._run, (), "respond-decode")
 
     # ------------------------------------------------------------ any thread
 
@@ -105,10 +106,22 @@ class Scheduler:
 
     # ------------------------------------------------------------ the decode thread
 
+    def stop(self) -> None:
+        """End the decode thread once no job is left (a model being unloaded: the caller
+        sends no more), and free the batch; the model is the caller's to close."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify()
+        self._thread.join()
+        llama_cpp.llama_batch_free(self._batch)
+
     def _run(self) -> None:
         while True:
             try:
                 arrivals, gone = self._arrivals()
+            except _Stopped:
+                return
+            try:
                 for job in gone:
                     self._end_unstarted(job)
                 self._wait_again(self._admit(arrivals))
@@ -121,6 +134,8 @@ class Scheduler:
         client left: they must not hold a place in the queue). Blocks while idle."""
         with self._wake:
             while not self._waiting and not any(slot.job for slot in self.slots):
+                if self._stopping:
+                    raise _Stopped
                 self._wake.wait()
             gone = [job for job in self._waiting if job.turn.cancel.is_set()]
             for job in gone:
@@ -401,6 +416,10 @@ def fill_batch(
             batch.logits[batch.n_tokens - 1] = True
             outputs.append((slot, batch.n_tokens - 1))
     return outputs, [slot for slot, _ in chunks]
+
+
+class _Stopped(Exception):
+    """The scheduler was stopped and has nothing left to run."""
 
 
 def copy_worth(n_ctx_seq: int) -> int:

@@ -243,6 +243,11 @@ def _cut(ran: Ran, service: ContainerService) -> list[str]:
 def _stopped(ran: Ran, service: ContainerService) -> str:
     """Why the sandbox stopped the code ('' when it ended by itself)."""
     outcome, limits = ran.outcome, service.sandbox.limits
+    if outcome.memory_kills:
+        return (
+            f"[Stopped: the call used more than its {limits.memory_mb} MiB of memory (all its "
+            f"processes together); {outcome.memory_kills} of its processes were killed.]"
+        )
     if outcome.timed_out:
         return f"[Stopped: the code ran past the {limits.timeout:g} s time limit.]"
     if outcome.signal == signal.SIGXCPU:
