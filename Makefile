@@ -83,7 +83,8 @@ $(LINT_STAMP): pyproject.toml tools/lint_requirements.py
 	  $(BIN)/python -m pip install -q --no-deps -e . ; fi
 	@touch $@
 
-# The client programs the e2e tests drive (Codex CLI, Vercel AI SDK), pinned by the lockfile.
+# The client programs the e2e tests drive (Codex CLI, Claude Code, OpenCode, Vercel AI SDK),
+# pinned by the lockfile.
 $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 	@echo ">>> installing the client programs under test (npm ci in $(NODE_CLIENTS))"
 	@cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
