@@ -1,11 +1,11 @@
 """OpenCode (npm `opencode-ai`, pinned in tests/clients/node) runs `opencode run` against respond.
 
-The configuration is the one docs/clients.md gives, read from that page (only its base URL
-changed to this server's): an `opencode.json` in the project naming a `respond` provider on
-`@ai-sdk/openai`, which OpenCode bundles, so it talks the Responses API. OpenCode runs in a
-throwaway home with its network fetches turned off by its own switches (models.dev's model
-list, self-update, LSP downloads, sharing, its default plugins): the run needs nothing but
-the server.
+The configuration is the one docs/clients.md gives, read from that page (its base URL
+changed to this server's, its timeout raised as the page advises for slow machines): an
+`opencode.json` in the project naming a `respond` provider on `@ai-sdk/openai`, which
+OpenCode bundles, so it talks the Responses API. OpenCode runs in a throwaway home with its
+network fetches turned off by its own switches (models.dev's model list, self-update, LSP
+downloads, sharing, its default plugins): the run needs nothing but the server.
 
 OpenCode's prompt is about 7.2k tokens before the user's message (docs/clients.md says so):
 the server gets the bundled model's whole 8k window in one slot.
@@ -82,6 +82,9 @@ def test_opencode_run_answers(opencode_server: Server, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     config = documented_config(opencode_server.base_url)
+    # As the page advises for slow machines: reading the 7.2k-token prompt took 280 s of
+    # OpenCode's default 300 s on a loaded two-core machine.
+    config["provider"]["respond"]["options"]["timeout"] = 900_000
     (project / "opencode.json").write_text(json.dumps(config))
     ran = subprocess.run(
         [str(OPENCODE), "run", PROMPT],
