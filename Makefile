@@ -39,8 +39,11 @@ BACKEND_STAMP := $(VENV)/.backend-$(LLAMA_BACKEND)-$(LLAMA_FLAVOR)
 
 NODE_CLIENTS := tests/clients/node
 NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
+# LlamaIndex pins openai<3, respond's dev tools openai 3: it gets a venv of its own.
+LLAMAINDEX := tests/clients/llamaindex
+LLAMAINDEX_STAMP := $(LLAMAINDEX)/.venv/.installed
 
-.PHONY: help serve unit lint e2e test install templates node-clients browser nginx llama-server bench clean
+.PHONY: help serve unit lint e2e test install templates node-clients llamaindex browser nginx llama-server bench clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
@@ -80,13 +83,22 @@ $(LINT_STAMP): pyproject.toml tools/lint_requirements.py
 	  $(BIN)/python -m pip install -q --no-deps -e . ; fi
 	@touch $@
 
-# The client programs the e2e tests drive (Codex CLI, Vercel AI SDK), pinned by the lockfile.
+# The client programs the e2e tests drive (Codex CLI, Claude Code, OpenCode, Vercel AI SDK),
+# pinned by the lockfile.
 $(NODE_STAMP): $(NODE_CLIENTS)/package.json $(NODE_CLIENTS)/package-lock.json
 	@echo ">>> installing the client programs under test (npm ci in $(NODE_CLIENTS))"
 	@cd $(NODE_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 node-clients: $(NODE_STAMP) ## the node client programs the client tests drive (npm ci)
+
+$(LLAMAINDEX_STAMP): $(LLAMAINDEX)/requirements.txt
+	@echo ">>> installing LlamaIndex, a client under test, into $(LLAMAINDEX)/.venv"
+	@test -x $(LLAMAINDEX)/.venv/bin/python || $(PYTHON) -m venv $(LLAMAINDEX)/.venv
+	@$(LLAMAINDEX)/.venv/bin/python -m pip install -q -r $(LLAMAINDEX)/requirements.txt
+	@touch $@
+
+llamaindex: $(LLAMAINDEX_STAMP) ## LlamaIndex in its own venv, for tests/clients/test_llamaindex.py
 
 # Debian's Chromium, driven by playwright-core (tests/clients/node) in tests/e2e/test_playground.py.
 # Playwright's own browser download cannot work offline; the distribution's package can.
@@ -150,15 +162,15 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-e2e: $(STAMP) templates node-clients browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
+e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
 	$(BIN)/python -m pytest -q tests/e2e tests/clients $(PYTEST_ARGS)
 
 # --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
-test: $(STAMP) templates lint node-clients browser nginx llama-server ## everything: lint, then every suite (what CI runs)
+test: $(STAMP) templates lint node-clients llamaindex browser nginx llama-server ## everything: lint, then every suite (what CI runs)
 	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
-clean: ## remove .venv, the caches and the node clients
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(NODE_CLIENTS)/node_modules
+clean: ## remove the venvs, the caches and the node clients
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(NODE_CLIENTS)/node_modules $(LLAMAINDEX)/.venv

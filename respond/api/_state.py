@@ -19,7 +19,7 @@ def store_of(request: Request, kind: str, object_id: str) -> Store:
     """The store; without one (an app made with no store) nothing is ever found.
 
     `object_id` comes from the path: one no store could hold is a 400, not a store error."""
-    check_id(object_id, f"{kind}_id", limits_of(request))
+    check_id(object_id, f"{kind}_id", limits_of(request), kind)
     store: Store | None = request.app.state.store
     if store is None:
         raise not_found(kind, object_id)

@@ -62,7 +62,7 @@ _UPLOAD_DOC: dict[str, Any] = {
 
 def _service(request: Request, container_id: str | None = None) -> ContainerService:
     if container_id is not None:
-        check_id(container_id, "container_id", limits_of(request))
+        check_id(container_id, "container_id", limits_of(request), "container")
     service: ContainerService | None = request.app.state.containers
     if service is None:
         raise APIError(
@@ -90,7 +90,7 @@ async def create_container(request: Request, body: ContainerCreateBody) -> JSONR
     tenant = tenant_of(request)
     service = _service(request)
     for index, file_id in enumerate(body.file_ids):
-        check_id(file_id, f"file_ids[{index}]", limits_of(request))
+        check_id(file_id, f"file_ids[{index}]", limits_of(request), "file")
     minutes = body.expires_after.minutes if body.expires_after else DEFAULT_MINUTES
     container = await service.create(
         tenant, body.name, minutes=minutes, file_ids=body.file_ids, param="file_ids"
@@ -166,7 +166,7 @@ async def _copied(
             "Send the file as multipart/form-data ('file'), or JSON with a 'file_id'.",
             param="file_id",
         ) from exc
-    check_id(body.file_id, "file_id", limits_of(request))
+    check_id(body.file_id, "file_id", limits_of(request), "file")
     found = await service.files.file_content(tenant, body.file_id)
     if found is None:
         raise APIError(
@@ -194,7 +194,7 @@ async def list_files(request: Request, container_id: str, query: ListParams) -> 
 async def retrieve_file(request: Request, container_id: str, file_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, container_id)
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "container_file")
     file = await service.store.get_file(tenant, container_id, file_id)
     if file is None:
         raise missing_file(file_id)
@@ -205,7 +205,7 @@ async def retrieve_file(request: Request, container_id: str, file_id: str) -> JS
 async def file_content(request: Request, container_id: str, file_id: str) -> Response:
     tenant = tenant_of(request)
     service = _service(request, container_id)
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "container_file")
     file, content = await service.file_content(tenant, container_id, file_id)
     media = mimetypes.guess_type(str(file["path"]))[0] or "application/octet-stream"
     return Response(content, media_type=media)
@@ -215,7 +215,7 @@ async def file_content(request: Request, container_id: str, file_id: str) -> Res
 async def delete_file(request: Request, container_id: str, file_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, container_id)
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "container_file")
     if not await service.delete_file(tenant, container_id, file_id):
         raise missing_file(file_id)
     return JSONResponse({"id": file_id, "object": "container.file.deleted", "deleted": True})

@@ -52,7 +52,7 @@ _UPLOAD_DOC: dict[str, Any] = {
 def file_service(request: Request, kind: str = KIND, object_id: str | None = None) -> FileService:
     """The app's file service (a 404 for `object_id` when the app keeps no state)."""
     if object_id is not None:
-        check_id(object_id, f"{kind}_id", limits_of(request))
+        check_id(object_id, f"{kind}_id", limits_of(request), kind)
     service: FileService | None = request.app.state.files
     if service is None:
         if object_id is not None:

@@ -18,8 +18,9 @@ from respond.api._common import (
     tenant_of,
 )
 from respond.api._docs import ERRORS, json_or_sse
-from respond.api._state import ListParams, item_page, not_found, store_of
+from respond.api._state import ListParams, item_page, limits_of, not_found, store_of
 from respond.protocol.errors import APIError
+from respond.protocol.limits import check_id
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.resource import ResponseResource
 from respond.protocol.state import (
@@ -137,6 +138,7 @@ async def list_input_items(request: Request, response_id: str, query: ListParams
 )
 async def cancel_response(request: Request, response_id: str) -> JSONResponse:
     tenant = tenant_of(request)
+    check_id(response_id, "response_id", limits_of(request), "response")
     runs: Runs | None = request.app.state.runs
     if runs is None:
         raise not_found("response", response_id)

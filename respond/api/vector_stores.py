@@ -204,7 +204,7 @@ async def update_store_file(
 ) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, vector_store_id)
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "file")
     entry = await service.files.update_store_file(
         tenant, vector_store_id, file_id, {"attributes": body.attributes or {}}
     )
@@ -220,7 +220,7 @@ async def update_store_file(
 async def detach_file(request: Request, vector_store_id: str, file_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, vector_store_id)
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "file")
     if not await service.files.detach(tenant, vector_store_id, file_id):
         await _store(service, tenant, vector_store_id)
         raise not_found("file", file_id)
@@ -246,7 +246,7 @@ async def store_file_content(request: Request, vector_store_id: str, file_id: st
 async def _store_file(
     request: Request, service: FileService, tenant: str | None, store_id: str, file_id: str
 ) -> JSON:
-    check_id(file_id, "file_id", limits_of(request))
+    check_id(file_id, "file_id", limits_of(request), "file")
     entry = await service.files.get_store_file(tenant, store_id, file_id)
     if entry is None:
         await _store(service, tenant, store_id)  # say which is missing
@@ -299,7 +299,7 @@ async def create_batch(
 async def retrieve_batch(request: Request, vector_store_id: str, batch_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, vector_store_id)
-    check_id(batch_id, "batch_id", limits_of(request))
+    check_id(batch_id, "batch_id", limits_of(request), "file_batch")
     return JSONResponse(
         await _batch(service, tenant, vector_store_id, batch_id), headers=POLL_HEADERS
     )
@@ -309,7 +309,7 @@ async def retrieve_batch(request: Request, vector_store_id: str, batch_id: str) 
 async def cancel_batch(request: Request, vector_store_id: str, batch_id: str) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, vector_store_id)
-    check_id(batch_id, "batch_id", limits_of(request))
+    check_id(batch_id, "batch_id", limits_of(request), "file_batch")
     if not await service.files.cancel_batch(tenant, vector_store_id, batch_id):
         await _store(service, tenant, vector_store_id)
         raise not_found("file_batch", batch_id)
@@ -326,7 +326,7 @@ async def list_batch_files(
 ) -> JSONResponse:
     tenant = tenant_of(request)
     service = _service(request, vector_store_id)
-    check_id(batch_id, "batch_id", limits_of(request))
+    check_id(batch_id, "batch_id", limits_of(request), "file_batch")
     await _batch(service, tenant, vector_store_id, batch_id)
     listed = service.files.list_store_files(
         tenant, vector_store_id, query, status=filter, batch_id=batch_id
@@ -356,7 +356,7 @@ async def _check_files(
     """Every file exists for this tenant, before anything is attached."""
     for i, file_id in enumerate(file_ids):
         where = param if param == "file_id" else f"{param}[{i}]"
-        check_id(file_id, where, limits_of(request))
+        check_id(file_id, where, limits_of(request), "file")
         if await service.files.get_file(tenant, file_id) is None:
             raise not_found("file", file_id, param=where)
 

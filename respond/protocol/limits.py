@@ -13,9 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from respond._ids import PREFIXES
 from respond.protocol.errors import APIError
 
-__all__ = ["Limits", "check_count", "check_id", "check_json", "json_path", "load_json"]
+__all__ = [
+    "Limits",
+    "check_count",
+    "check_id",
+    "check_kind",
+    "check_json",
+    "json_path",
+    "load_json",
+]
 
 
 @dataclass(frozen=True)
@@ -148,8 +157,9 @@ def _parts(trail: list[tuple[int, str | int]], at: int) -> list[str | int]:
 # ---------------------------------------------------------------- ids and sizes
 
 
-def check_id(value: str, param: str, limits: Limits) -> None:
-    """An id from a path, a query or a body: bounded, printable, valid Unicode."""
+def check_id(value: str, param: str, limits: Limits, kind: str | None = None) -> None:
+    """An id from a path, a query or a body: bounded, printable, valid Unicode, and (given
+    its `kind`) with the prefix every id of that kind has (respond._ids.PREFIXES)."""
     if len(value) > limits.id_length:
         raise APIError(
             400,
@@ -170,6 +180,20 @@ def check_id(value: str, param: str, limits: Limits) -> None:
         raise APIError(
             400, f"Invalid '{param}': it is not valid Unicode.", param=param, code="invalid_value"
         ) from None
+    if kind is not None:
+        check_kind(value, param, kind)
+
+
+def check_kind(value: str, param: str, kind: str) -> None:
+    """OpenAI's own answer to an id of the wrong shape (a 404 would say it might exist)."""
+    prefix = PREFIXES[kind]
+    if not value.startswith(f"{prefix}_"):
+        raise APIError(
+            400,
+            f"Invalid '{param}': '{value[:64]}'. Expected an ID that begins with '{prefix}'.",
+            param=param,
+            code="invalid_value",
+        )
 
 
 def check_count(items: Sequence[Any] | Mapping[str, Any], param: str, limit: int) -> None:

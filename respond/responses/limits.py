@@ -26,11 +26,11 @@ __all__ = ["check_request"]
 
 def check_request(body: CreateResponseBody, limits: Limits) -> None:
     if body.previous_response_id is not None:
-        check_id(body.previous_response_id, "previous_response_id", limits)
+        check_id(body.previous_response_id, "previous_response_id", limits, "response")
     conversation = body.conversation
     if conversation is not None:
         value = conversation if isinstance(conversation, str) else conversation.id
-        check_id(value, "conversation", limits)
+        check_id(value, "conversation", limits, "conversation")
     _check_input(body, limits)
     _check_tools(body.tools, limits)
     if body.max_tool_calls is not None and body.max_tool_calls > limits.repetition:

@@ -22,6 +22,7 @@ from typing import Any
 from respond._ids import new_id
 from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
+from respond.protocol.limits import check_kind
 from respond.protocol.requests import CodeInterpreterCallInput, CreateResponseBody, InputItem
 from respond.protocol.tools import CodeInterpreterTool, FunctionTool
 from respond.responses.hosted._base import CallResult, HostedTool
@@ -120,6 +121,7 @@ class CodeInterpreterTools:
         container = tool.container
         keep = INCLUDE_OUTPUTS in include
         if isinstance(container, str) and container:
+            check_kind(container, f"{where}.container", "container")
             await service.held(tenant, container, f"{where}.container")
             return _Executor(service, tenant, container, None, keep)
         if not isinstance(container, dict) or container.get("type") != "auto":
@@ -134,6 +136,7 @@ class CodeInterpreterTools:
         if not isinstance(file_ids, list) or not all(isinstance(i, str) for i in file_ids):
             raise APIError(400, "'file_ids' must be a list of file ids.", param=param)
         for file_id in file_ids:
+            check_kind(file_id, param, "file")
             if await service.files.get_file(tenant, file_id) is None:
                 raise APIError(
                     404,

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from respond.files import FileService, Hit, check_filter
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
+from respond.protocol.limits import check_kind
 from respond.protocol.requests import CreateResponseBody
 from respond.protocol.tools import FileSearchTool, FunctionTool
 from respond.responses.hosted._base import CallResult, HostedTool
@@ -124,6 +125,7 @@ class _Executor:
                 param=f"{where}.vector_store_ids",
             )
         for store_id in ids:
+            check_kind(store_id, f"{where}.vector_store_ids", "vector_store")
             if await service.files.get_vector_store(tenant, store_id) is None:
                 raise APIError(
                     404,
