@@ -43,7 +43,7 @@ NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 LLAMAINDEX := tests/clients/llamaindex
 LLAMAINDEX_STAMP := $(LLAMAINDEX)/.venv/.installed
 
-.PHONY: help serve unit lint e2e test install templates node-clients llamaindex browser nginx llama-server bench clean
+.PHONY: help serve unit lint e2e e2e-all test install templates node-clients llamaindex browser nginx llama-server bench clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
@@ -164,6 +164,11 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 
 e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
 	$(BIN)/python -m pytest -q tests/e2e tests/clients $(PYTEST_ARGS)
+
+# tests/e2e/test_every_template_model.py serves one template per group in `make test` (its
+# docstring says which); this serves every template of the pinned set, before a format change lands.
+e2e-all: $(STAMP) templates ## every chat template of the set on the bundled model (about 10 minutes)
+	RESPOND_ALL_TEMPLATES=1 $(BIN)/python -m pytest -q tests/e2e/test_every_template_model.py $(PYTEST_ARGS)
 
 # --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
 test: $(STAMP) templates lint node-clients llamaindex browser nginx llama-server ## everything: lint, then every suite (what CI runs)

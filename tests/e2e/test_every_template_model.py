@@ -17,11 +17,23 @@ _respell.py). Where a template's history cannot hold the turn as written, the te
 and says how far the reuse goes. Parallel calls come where the family writes them, one call
 where it does not; reasoning comes back where the prompt opens it; reasoning.effort reaches
 each kind of template variable.
+
+`make test` serves a subset, one template per group, `make e2e-all` every template
+(RESPOND_ALL_TEMPLATES=1). The rule (tests/support/template_formats.py): the templates are
+grouped by the class of their format's stream parser ("fallback" where the format is
+unknown), whether the format has reasoning markup of its own, whether the generation
+prompt opens a reasoning block, and the kind of their Stop (below; none for most), and the
+subset is the first template of each group in STEMS' order (the bundled model first).
+Adding a template or a format adds a group where it brings a new one; tests/unit/
+test_template_subset.py holds the rule to it, and `test_the_subset_is_one_template_per_group`
+names each template served here and its group.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -38,13 +50,15 @@ import pytest
 from respond.engines.formats import FORMATS, HERMES, ChatFormat, ProbeCall
 from tests.support.gguf_copies import with_template
 from tests.support.server import Server, start_server
+from tests.support.template_formats import BUNDLED, Group, first_of_each_group, group_of
 from tests.support.templates import template_dir, template_paths
 
 TIMEOUT = 900  # generous: on a loaded two-core machine a forced call can take minutes
 BATCH = 12  # models per server: about 60 MB each (ctx_size 2048), the weights mapped once
 CTX = 2048
-BUNDLED = "SmolLM2"  # the bundled model with its own template
-STEMS = [BUNDLED, *(path.stem for path in template_paths())]
+STEMS = [BUNDLED, *(path.stem for path in template_paths())]  # BUNDLED: its own template
+ALL_TEMPLATES = os.environ.get("RESPOND_ALL_TEMPLATES") == "1"  # make e2e-all
+FRONT_DOORS = ["Qwen3-Coder", "openai-gpt-oss-120b"]  # non-Hermes formats, streamed
 FALLBACK_PROMPT = "hermes fallback prompt (format unknown)"
 
 CITY = {"type": "string", "enum": ["Paris", "Rome", "Berlin"]}
@@ -184,14 +198,27 @@ EFFORT_KINDS = {
     "Kimi-K3": ("low", r"thinking_effort=low`", r"thinking_effort=high`"),
 }
 
+STOP_KINDS = {stem: "prompt" if stop.in_prompt else "call" for stem, stop in STOPS.items()}
+
+
+@functools.cache
+def subset() -> dict[str, Group]:
+    """The templates `make test` serves, and the group each stands for."""
+    return first_of_each_group(STEMS, STOP_KINDS)
+
+
+SUBSET = {} if ALL_TEMPLATES else subset()
+SERVED = STEMS if ALL_TEMPLATES else list(SUBSET)
+
 
 # ---------------------------------------------------------------- the servers
 
 
 class Pool:
-    """The servers of the set, BATCH models each in STEMS' order, one running at a time:
-    pytest runs the tests of one template together (the module-scoped `served` fixture is
-    parametrized by template), so each batch's server starts once."""
+    """The servers of the templates served, BATCH models each in SERVED's order (and the
+    FRONT_DOORS the subset leaves out after them), one running at a time: pytest runs the
+    tests of one template together (the module-scoped `served` fixture is parametrized by
+    template), so each batch's server starts once."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -199,10 +226,11 @@ class Pool:
         self.server: Server | None = None
 
     def serving(self, stem: str) -> Server:
-        batch = STEMS.index(stem) // BATCH
+        pooled = SERVED + [door for door in FRONT_DOORS if door not in SERVED]
+        batch = pooled.index(stem) // BATCH
         if batch != self.batch or self.server is None:
             self.stop()
-            self.server = self._start(STEMS[batch * BATCH : (batch + 1) * BATCH], batch)
+            self.server = self._start(pooled[batch * BATCH : (batch + 1) * BATCH], batch)
             self.batch = batch
         return self.server
 
@@ -236,7 +264,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
     pool.stop()
 
 
-@pytest.fixture(scope="module", params=STEMS)
+@pytest.fixture(scope="module", params=SERVED)
 def served(request: pytest.FixtureRequest, pool: Pool) -> tuple[str, Server]:
     stem: str = request.param
     return stem, pool.serving(stem)
@@ -323,6 +351,17 @@ def forced_choice(stem: str) -> Any:
 
 
 # ---------------------------------------------------------------- every template
+
+
+@pytest.mark.parametrize(
+    ("stem", "group"), [pytest.param(s, g, id=f"{s}={g.label}") for s, g in SUBSET.items()]
+)
+def test_the_subset_is_one_template_per_group(stem: str, group: Group) -> None:
+    """Each template served (none with RESPOND_ALL_TEMPLATES=1: all are) is the first of
+    its group in STEMS' order; the id names the group."""
+    assert group_of(stem, STOP_KINDS) == group
+    before = STEMS[: STEMS.index(stem)]
+    assert all(group_of(other, STOP_KINDS) != group for other in before)
 
 
 def test_the_format_is_named_in_models_meta_and_the_log(served: tuple[str, Server]) -> None:
@@ -478,8 +517,6 @@ def test_reasoning_comes_back_where_the_prompt_opens_it(served: tuple[str, Serve
 
 
 # ---------------------------------------------------------------- the other front doors
-
-FRONT_DOORS = ["Qwen3-Coder", "openai-gpt-oss-120b"]  # non-Hermes formats, streamed
 
 
 @pytest.mark.parametrize("served", FRONT_DOORS, indirect=True)

@@ -22,14 +22,14 @@ from respond.engines.formats import (
     ChatFormat,
     ProbeCall,
     Think,
-    choose_format,
     effort_variables,
     format_named,
     probe_messages,
 )
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
-from respond.engines.llamacpp._template import ChatTemplate
 from tests.support.gbnf import accepts, bundled_vocab
+from tests.support.template_formats import chosen as detected
+from tests.support.template_formats import template
 from tests.support.templates import template_dir
 
 # Template (file stem) -> the format its rendering of a probe call shows.
@@ -130,11 +130,6 @@ CALLS = [
 ]
 
 
-def template(stem: str) -> ChatTemplate:
-    source = (template_dir() / f"{stem}.jinja").read_text()
-    return ChatTemplate(source, bos_token="<s>", eos_token="</s>")
-
-
 def rendered(stem: str, calls: list[ProbeCall], reasoning: str | None = None) -> str:
     chat = template(stem)
     for string_arguments in (False, True):
@@ -149,11 +144,7 @@ def rendered(stem: str, calls: list[ProbeCall], reasoning: str | None = None) ->
 
 
 def chosen(stem: str) -> ChatFormat | None:
-    chat = template(stem)
-    choice = choose_format(
-        chat.source, lambda m, t: chat.render(m, tools=t, add_generation_prompt=False)
-    )
-    return choice.format
+    return detected(stem).format
 
 
 def calls_for(fmt: ChatFormat) -> list[ProbeCall]:

@@ -1,0 +1,107 @@
+"""What respond makes of each template of the pinned set (tests/support/templates.py).
+
+The format detection gives a template (`chosen`, as a server does at start-up), and the
+group a template stands in for in tests/e2e/test_every_template_model.py's subset: the
+stream parser its format reads output with ("fallback" where the format is unknown),
+whether the format has reasoning markup of its own, whether the generation prompt opens a
+reasoning block (reasoning.effort "high"), and where the template's history of a turn
+parts from the turn as written (the e2e file's STOPS). `BUNDLED` is the bundled model with
+the template its GGUF holds.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+import gguf
+
+from respond.engines.formats import Chosen, choose_format, effort_variables
+from respond.engines.llamacpp._engine import bundled_model_path
+from respond.engines.llamacpp._template import ChatTemplate
+from tests.support.templates import template_dir
+
+__all__ = [
+    "BUNDLED",
+    "Group",
+    "chosen",
+    "first_of_each_group",
+    "group_of",
+    "opens_reasoning",
+    "template",
+]
+
+BUNDLED = "SmolLM2"  # the bundled model with its own template (tokenizer.chat_template)
+QUESTION = [{"role": "user", "content": "Is 91 a prime number?"}]
+
+
+@functools.cache
+def source(stem: str) -> str:
+    """The template's text: the file of the set, or the bundled GGUF's own."""
+    if stem != BUNDLED:
+        return (template_dir() / f"{stem}.jinja").read_text()
+    field = gguf.GGUFReader(bundled_model_path()).fields["tokenizer.chat_template"]
+    return bytes(field.parts[field.data[0]]).decode()
+
+
+def template(stem: str) -> ChatTemplate:
+    return ChatTemplate(source(stem), bos_token="<s>", eos_token="</s>")
+
+
+@functools.cache
+def chosen(stem: str) -> Chosen:
+    """The format and reasoning markup detection gives the template."""
+    chat = template(stem)
+    return choose_format(
+        chat.source, lambda m, t: chat.render(m, tools=t, add_generation_prompt=False)
+    )
+
+
+class Group(NamedTuple):
+    """What a template shares with the others of its group in the e2e file."""
+
+    parser: str  # the class of its format's stream parser, or "fallback"
+    markup: bool  # its format has reasoning markup of its own
+    opens: bool  # its generation prompt opens a reasoning block (reasoning.effort "high")
+    stop: str | None  # its Stop's kind in the e2e file ("prompt", "call"), None if none
+
+    @property
+    def label(self) -> str:
+        flags = [("markup", self.markup), ("opens", self.opens)]
+        stop = [f"stop:{self.stop}"] if self.stop else []
+        return ",".join([self.parser, *(name for name, on in flags if on), *stop])
+
+
+@functools.cache
+def opens_reasoning(stem: str) -> bool:
+    """The generation prompt, with reasoning.effort "high", ends inside a reasoning block:
+    what the model writes first is reasoning (engines/llamacpp/_decoding.py's `inside`)."""
+    think = chosen(stem).think
+    if think is None:
+        return False
+    effort = effort_variables(source(stem), "high")
+    prompt = template(stem).render(QUESTION, **effort)
+    return prompt.rstrip().endswith(think.open.rstrip())
+
+
+def group_of(stem: str, stops: Mapping[str, str]) -> Group:
+    """`stops`: the kind of each template's Stop in the e2e file."""
+    choice = chosen(stem)
+    fmt = choice.format
+    parser = "fallback"
+    if fmt is not None:
+        reader = fmt.parser(
+            tools={}, think=choice.think, in_reasoning=False, new_call_id=str, stop_at_call=False
+        )
+        parser = type(reader).__name__
+    markup = fmt is not None and fmt.think is not None
+    return Group(parser, markup, opens_reasoning(stem), stops.get(stem))
+
+
+def first_of_each_group(stems: Iterable[str], stops: Mapping[str, str]) -> dict[str, Group]:
+    """The first template of each group, in `stems`' order, and the group it stands for."""
+    firsts: dict[Group, str] = {}
+    for stem in stems:
+        firsts.setdefault(group_of(stem, stops), stem)
+    return {stem: group for group, stem in firsts.items()}
