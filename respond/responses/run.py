@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Protocol
 
 import anyio
@@ -51,15 +51,11 @@ from respond.responses import echo
 from respond.responses._stops import StopSequences
 from respond.responses.compacting import Compacting, compact, plan
 from respond.responses.context import items_to_messages
-from respond.responses.deferred import loading
+from respond.responses.deferred import Loading, loading
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
-from respond.responses.hosted import Hosted
+from respond.responses.hosted import Deferred, Hosted, Request, Toolsets, families
 from respond.responses.hosted._loop import TurnStream, run_turns
-from respond.responses.hosted.code_interpreter import CodeInterpreterTools
-from respond.responses.hosted.file_search import FileSearchTools
-from respond.responses.hosted.mcp import McpTools
-from respond.responses.hosted.tool_search import Deferred, hosted_search
 from respond.responses.kinds import Kinds, calls_for
 from respond.responses.kinds.namespace import Names, described
 from respond.responses.limits import check_request
@@ -122,7 +118,7 @@ class PreparedRun:
     generate: bool = True
     # The stop sequence (body.stop) the text ended at, once it has.
     stop_sequence: str | None = None
-    # The tools respond runs itself (MCP), listed and resolved by prepare.
+    # The tools respond runs itself (hosted/), offered by its families at prepare.
     hosted: Hosted = field(default_factory=Hosted)
     # (code, message) when the server stops the run: it ends failed so, not cancelled.
     stopped: tuple[str, str] | None = None
@@ -146,7 +142,7 @@ class Responses:
         temperature: float = DEFAULTS.temperature,
         limits: Limits | None = None,
         metrics: Metrics | None = None,
-        mcp: McpTools | None = None,
+        hosted: Toolsets | None = None,
         reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
         if not engines:
@@ -162,10 +158,8 @@ class Responses:
         self.limits = limits or Limits()
         self._running: set[str] = set()  # ids of the runs this process is streaming now
         self.metrics = metrics or Metrics()
-        self.mcp = mcp or McpTools()
-        # Set by the app once its file service exists (it needs the background runner).
-        self.file_search = FileSearchTools()
-        self.code_interpreter = CodeInterpreterTools()  # given its containers by the app too
+        # The hosted families (MCP, file_search, ...), each with what it runs with.
+        self.hosted = hosted or families()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     @property
@@ -229,7 +223,7 @@ class Responses:
             temperature=self._temperature(body),
             max_output_tokens=body.max_output_tokens or self.n_predict,
         )
-        resource.tools = self.code_interpreter.echoed(resource.tools)
+        resource.tools = self.hosted.echoed(resource.tools)
         turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
@@ -272,25 +266,30 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
-        hosted = await self.mcp.prepare(body, context.history, context.new)
-        searching, forced = await self.file_search.prepare(body, tenant)
-        hosted.tools.update(searching)
-        if forced:
-            hosted.forced = tuple(searching)
-        coding, forced = await self.code_interpreter.prepare(body, tenant, context.items)
-        hosted.tools.update(coding)
-        if forced:
-            hosted.forced = tuple(coding)
-        # The tools the model sees: the request's, less the deferred ones no search loaded.
-        tools = loading(body.tools, context.items)
-        seen = body.model_copy(update={"tools": tools.tools})
-        specs = function_specs(seen, engine)
-        hidden = [Deferred(s, tools.hidden[s.name]) for s in specs if s.name in tools.hidden]
-        hidden += [
-            Deferred(spec, dict(wire))
-            for spec, wire in hosted.searchable(lambda schema: enforceable(engine, schema))
-        ]
-        hosted.tools.update(hosted_search(body.tools, hidden))
+
+        @cache
+        def functions() -> tuple[Loading, CreateResponseBody, list[FunctionSpec]]:
+            """The tools the model sees: the request's, less the deferred ones no search
+            loaded; checked once a family needs them (tool_search) or after the families,
+            so that a family's request errors come first."""
+            tools = loading(body.tools, context.items)
+            seen = body.model_copy(update={"tools": tools.tools})
+            return tools, seen, function_specs(seen, engine)
+
+        def deferred() -> list[Deferred]:
+            tools, _, specs = functions()
+            return [Deferred(s, tools.hidden[s.name]) for s in specs if s.name in tools.hidden]
+
+        request = Request(
+            body,
+            tenant,
+            context.history,
+            context.new,
+            enforceable=lambda schema: enforceable(engine, schema),
+            deferred=deferred,
+        )
+        hosted = await self.hosted.prepare(request)
+        tools, seen, specs = functions()
         messages = self._messages(body, engine, hosted, tools.tools, context.items)
         shown = [spec for spec in specs if spec.name not in tools.hidden]
         return engine, self._turn(seen, engine, messages, hosted, shown), context, hosted
