@@ -12,8 +12,8 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from functools import cache, partial
-from typing import Protocol
+from functools import cached_property, partial
+from typing import Any, Protocol
 
 import anyio
 
@@ -158,7 +158,7 @@ class Responses:
         self.limits = limits or Limits()
         self._running: set[str] = set()  # ids of the runs this process is streaming now
         self.metrics = metrics or Metrics()
-        # The hosted families (MCP, file_search, ...), each with what it runs with.
+        # The hosted families (hosted/), each made with what it runs with.
         self.hosted = hosted or families()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
@@ -254,7 +254,7 @@ class Responses:
         remembered: Sequence[InputItem] | None = None,
     ) -> tuple[Engine, ChatTurn, Context, Hosted]:
         """The engine and the turn a body asks for, with stored history in front of its input,
-        and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
+        and the hosted tools its families offer it."""
         check_request(body, self.limits)
         engine = self.engine_for(body.model)
         if not engine.ready:
@@ -266,30 +266,17 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
-
-        @cache
-        def functions() -> tuple[Loading, CreateResponseBody, list[FunctionSpec]]:
-            """The tools the model sees: the request's, less the deferred ones no search
-            loaded; checked once a family needs them (tool_search) or after the families,
-            so that a family's request errors come first."""
-            tools = loading(body.tools, context.items)
-            seen = body.model_copy(update={"tools": tools.tools})
-            return tools, seen, function_specs(seen, engine)
-
-        def deferred() -> list[Deferred]:
-            tools, _, specs = functions()
-            return [Deferred(s, tools.hidden[s.name]) for s in specs if s.name in tools.hidden]
-
+        functions = _Functions(body, engine, context.items)
         request = Request(
             body,
             tenant,
             context.history,
             context.new,
-            enforceable=lambda schema: enforceable(engine, schema),
-            deferred=deferred,
+            enforceable=functions.enforceable,
+            deferred=functions.deferred,
         )
         hosted = await self.hosted.prepare(request)
-        tools, seen, specs = functions()
+        tools, seen, specs = functions.loaded, functions.seen, functions.specs
         messages = self._messages(body, engine, hosted, tools.tools, context.items)
         shown = [spec for spec in specs if spec.name not in tools.hidden]
         return engine, self._turn(seen, engine, messages, hosted, shown), context, hosted
@@ -488,6 +475,36 @@ async def _retried(write: Callable[[], Awaitable[None]], tries: int = RECORD_TRI
             if attempt == tries - 1:
                 raise
             log.warning("the store is unreachable; recording again (%d/%d)", attempt + 2, tries)
+
+
+class _Functions:
+    """The request's own tools as the model sees them: less the deferred ones no search
+    loaded. Worked out when first asked for (by a family that searches deferred tools, or
+    after the families), so that a family's request errors come before these tools' own."""
+
+    def __init__(self, body: CreateResponseBody, engine: Engine, items: list[InputItem]) -> None:
+        self.body, self.engine, self.items = body, engine, items
+
+    @cached_property
+    def loaded(self) -> Loading:
+        return loading(self.body.tools, self.items)
+
+    @cached_property
+    def seen(self) -> CreateResponseBody:
+        """The body with the tools the model sees."""
+        return self.body.model_copy(update={"tools": self.loaded.tools})
+
+    @cached_property
+    def specs(self) -> list[FunctionSpec]:
+        return function_specs(self.seen, self.engine)
+
+    def deferred(self) -> list[Deferred]:
+        """The deferred functions a search may load."""
+        hidden = self.loaded.hidden
+        return [Deferred(spec, hidden[spec.name]) for spec in self.specs if spec.name in hidden]
+
+    def enforceable(self, schema: Mapping[str, Any]) -> bool:
+        return enforceable(self.engine, schema)
 
 
 def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:
