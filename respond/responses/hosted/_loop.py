@@ -21,7 +21,7 @@ from respond.protocol import events as ev
 from respond.responses.events import EventBuilder
 from respond.responses.hosted._base import Hosted
 from respond.responses.hosted_call import result_text
-from respond.responses.kinds import hosted_call
+from respond.responses.kinds import hosted_item
 
 __all__ = ["TurnStream", "run_turns"]
 
@@ -165,7 +165,7 @@ async def _run_approved(
     (whose calls the context already holds)."""
     for approved in hosted.approved:
         tool = approved.tool
-        opened = builder.add(hosted_call(tool, approved.approval_request_id))
+        opened = builder.add(hosted_item(tool, approved.approval_request_id))
         arguments = builder.push(d.ToolCallArgumentsDelta(approved.arguments))
         for event in opened + arguments + builder.close():
             yield event

@@ -45,7 +45,7 @@ __all__ = [
     "Shared",
     "Status",
     "calls_for",
-    "hosted_call",
+    "hosted_item",
     "echo",
     "replay_of",
     "shown",
@@ -107,10 +107,10 @@ def calls_for(
 
 
 def _hosted_call(tool: HostedTool, start: d.ToolCallStart) -> Item[Any]:
-    return hosted_call(tool)
+    return hosted_item(tool)
 
 
-def hosted_call(tool: HostedTool, approval_request_id: str | None = None) -> Item[Any]:
+def hosted_item(tool: HostedTool, approval_request_id: str | None = None) -> Item[Any]:
     """The item a call of a hosted tool opens: its family's (`Kind.runs`); one that
     answers an approval request runs, as approved."""
     return _RUNS[tool.family](tool, approval_request_id)
