@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from respond._access import AccessLog
 from respond._config import DEFAULTS, McpSettings
 from respond._drain import Drain, DrainGate
+from respond._ids import new_id
 from respond._version import __version__
 from respond.api import (
     chat,
@@ -43,7 +44,7 @@ from respond.protocol.events import ReasoningEvents
 from respond.protocol.limits import Limits
 from respond.responses.background import STALE_SECONDS, Runs
 from respond.responses.history import History
-from respond.responses.hosted.mcp import McpTools
+from respond.responses.hosted import families
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
 from respond.store.base import Store, StoreFullError, StoreUnavailableError
@@ -88,6 +89,16 @@ def create_app(
     if store is not None:
         store.observer = meters.observe_store
     history = History(store, sealer)
+    runner = new_id("runner")  # this process, as the background runs and the indexer name it
+    file_service = make_file_service(
+        store,
+        runner=runner,
+        stale_after=STALE_SECONDS,
+        max_file_mb=max_file_mb,
+        embedder=embedder,
+        extract_limits=extract_limits,
+    )
+    code = _containers(store, sandbox, max_file_mb)
     service = Responses(
         engines,
         recorder=recorder or history,
@@ -96,26 +107,17 @@ def create_app(
         temperature=temperature,
         limits=limits or DEFAULTS.limits,
         metrics=meters,
-        mcp=McpTools(mcp),
+        hosted=families(mcp, file_service, code),
         reasoning_events=reasoning_events,
     )
-    runs = Runs(service, store, background_max=background_max) if store is not None else None
+    runs = (
+        Runs(service, store, background_max=background_max, runner=runner)
+        if store is not None
+        else None
+    )
     drain = drain or Drain(DEFAULTS.drain_timeout)
     if runs is not None:
         drain.on_begin(runs.stop_claiming)  # queued runs are left to the other replicas
-    file_service = (
-        make_file_service(
-            store,
-            runner=runs.runner,
-            stale_after=STALE_SECONDS,
-            max_file_mb=max_file_mb,
-            embedder=embedder,
-            extract_limits=extract_limits,
-        )
-        if runs is not None
-        else None
-    )
-    code = _containers(store, sandbox, max_file_mb)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -168,9 +170,7 @@ def create_app(
     app.state.store = store
     app.state.history = history
     app.state.files = file_service
-    service.file_search.service = file_service
     app.state.containers = code
-    service.code_interpreter.service = code
     app.state.embedder = embedder
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())

@@ -62,11 +62,17 @@ class Runs:
     """This process's background runs, and the signals that reach them."""
 
     def __init__(
-        self, service: Responses, store: Store, *, background_max: int = DEFAULTS.background_max
+        self,
+        service: Responses,
+        store: Store,
+        *,
+        background_max: int = DEFAULTS.background_max,
+        runner: str | None = None,
     ) -> None:
         self.service = service
         self.store = store
-        self.runner = new_id("runner")
+        # This process's id in the store (the app's file indexer claims work under it too).
+        self.runner = runner or new_id("runner")
         self.background_max = background_max
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)

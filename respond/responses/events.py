@@ -31,7 +31,7 @@ from respond.protocol.resource import (
     ResponseUsage,
 )
 from respond.responses.fold import ResponseFold
-from respond.responses.hosted._base import CallResult
+from respond.responses.hosted_call import CallResult
 from respond.responses.kinds import Item, Kinds, Status
 
 __all__ = ["EventBuilder"]

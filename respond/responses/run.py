@@ -12,8 +12,8 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Protocol
+from functools import cached_property, partial
+from typing import Any, Protocol
 
 import anyio
 
@@ -51,15 +51,11 @@ from respond.responses import echo
 from respond.responses._stops import StopSequences
 from respond.responses.compacting import Compacting, compact, plan
 from respond.responses.context import items_to_messages
-from respond.responses.deferred import loading
+from respond.responses.deferred import Loading, loading
 from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
-from respond.responses.hosted import Hosted
+from respond.responses.hosted import Deferred, Hosted, Request, Toolsets, families
 from respond.responses.hosted._loop import TurnStream, run_turns
-from respond.responses.hosted.code_interpreter import CodeInterpreterTools
-from respond.responses.hosted.file_search import FileSearchTools
-from respond.responses.hosted.mcp import McpTools
-from respond.responses.hosted.tool_search import Deferred, hosted_search
 from respond.responses.kinds import Kinds, calls_for
 from respond.responses.kinds.namespace import Names, described
 from respond.responses.limits import check_request
@@ -122,7 +118,7 @@ class PreparedRun:
     generate: bool = True
     # The stop sequence (body.stop) the text ended at, once it has.
     stop_sequence: str | None = None
-    # The tools respond runs itself (MCP), listed and resolved by prepare.
+    # The tools respond runs itself (hosted/), offered by its families at prepare.
     hosted: Hosted = field(default_factory=Hosted)
     # (code, message) when the server stops the run: it ends failed so, not cancelled.
     stopped: tuple[str, str] | None = None
@@ -146,7 +142,7 @@ class Responses:
         temperature: float = DEFAULTS.temperature,
         limits: Limits | None = None,
         metrics: Metrics | None = None,
-        mcp: McpTools | None = None,
+        hosted: Toolsets | None = None,
         reasoning_events: ev.ReasoningEvents = "openai",
     ) -> None:
         if not engines:
@@ -162,10 +158,8 @@ class Responses:
         self.limits = limits or Limits()
         self._running: set[str] = set()  # ids of the runs this process is streaming now
         self.metrics = metrics or Metrics()
-        self.mcp = mcp or McpTools()
-        # Set by the app once its file service exists (it needs the background runner).
-        self.file_search = FileSearchTools()
-        self.code_interpreter = CodeInterpreterTools()  # given its containers by the app too
+        # The hosted families (hosted/), each made with what it runs with.
+        self.hosted = hosted or families()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
 
     @property
@@ -229,7 +223,7 @@ class Responses:
             temperature=self._temperature(body),
             max_output_tokens=body.max_output_tokens or self.n_predict,
         )
-        resource.tools = self.code_interpreter.echoed(resource.tools)
+        resource.tools = self.hosted.echoed(resource.tools)
         turn.routing = _routing(body, resource.id)
         if context.conversation_id is not None:
             resource.conversation = {"id": context.conversation_id}
@@ -260,7 +254,7 @@ class Responses:
         remembered: Sequence[InputItem] | None = None,
     ) -> tuple[Engine, ChatTurn, Context, Hosted]:
         """The engine and the turn a body asks for, with stored history in front of its input,
-        and the hosted tools it uses (MCP servers: resolved, allowed and listed)."""
+        and the hosted tools its families offer it."""
         check_request(body, self.limits)
         engine = self.engine_for(body.model)
         if not engine.ready:
@@ -272,25 +266,17 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
-        hosted = await self.mcp.prepare(body, context.history, context.new)
-        searching, forced = await self.file_search.prepare(body, tenant)
-        hosted.tools.update(searching)
-        if forced:
-            hosted.forced = tuple(searching)
-        coding, forced = await self.code_interpreter.prepare(body, tenant, context.items)
-        hosted.tools.update(coding)
-        if forced:
-            hosted.forced = tuple(coding)
-        # The tools the model sees: the request's, less the deferred ones no search loaded.
-        tools = loading(body.tools, context.items)
-        seen = body.model_copy(update={"tools": tools.tools})
-        specs = function_specs(seen, engine)
-        hidden = [Deferred(s, tools.hidden[s.name]) for s in specs if s.name in tools.hidden]
-        hidden += [
-            Deferred(spec, dict(wire))
-            for spec, wire in hosted.searchable(lambda schema: enforceable(engine, schema))
-        ]
-        hosted.tools.update(hosted_search(body.tools, hidden))
+        functions = _Functions(body, engine, context.items)
+        request = Request(
+            body,
+            tenant,
+            context.history,
+            context.new,
+            enforceable=functions.enforceable,
+            deferred=functions.deferred,
+        )
+        hosted = await self.hosted.prepare(request)
+        tools, seen, specs = functions.loaded, functions.seen, functions.specs
         messages = self._messages(body, engine, hosted, tools.tools, context.items)
         shown = [spec for spec in specs if spec.name not in tools.hidden]
         return engine, self._turn(seen, engine, messages, hosted, shown), context, hosted
@@ -489,6 +475,36 @@ async def _retried(write: Callable[[], Awaitable[None]], tries: int = RECORD_TRI
             if attempt == tries - 1:
                 raise
             log.warning("the store is unreachable; recording again (%d/%d)", attempt + 2, tries)
+
+
+class _Functions:
+    """The request's own tools as the model sees them: less the deferred ones no search
+    loaded. Worked out when first asked for (by a family that searches deferred tools, or
+    after the families), so that a family's request errors come before these tools' own."""
+
+    def __init__(self, body: CreateResponseBody, engine: Engine, items: list[InputItem]) -> None:
+        self.body, self.engine, self.items = body, engine, items
+
+    @cached_property
+    def loaded(self) -> Loading:
+        return loading(self.body.tools, self.items)
+
+    @cached_property
+    def seen(self) -> CreateResponseBody:
+        """The body with the tools the model sees."""
+        return self.body.model_copy(update={"tools": self.loaded.tools})
+
+    @cached_property
+    def specs(self) -> list[FunctionSpec]:
+        return function_specs(self.seen, self.engine)
+
+    def deferred(self) -> list[Deferred]:
+        """The deferred functions a search may load."""
+        hidden = self.loaded.hidden
+        return [Deferred(spec, hidden[spec.name]) for spec in self.specs if spec.name in hidden]
+
+    def enforceable(self, schema: Mapping[str, Any]) -> bool:
+        return enforceable(self.engine, schema)
 
 
 def _constraint_param(body: CreateResponseBody, exc: ConstraintError) -> str:

@@ -3,7 +3,7 @@
 An engine turn that ends with hosted calls (and nothing for the client to do) has them
 executed; their results join the context and the next engine turn continues the same
 response. The loop ends when a turn ends with text only, with a call for the client (a
-function call, or an `mcp_approval_request`), at `max_tool_calls`, or when
+function call, or a hosted call that needs approval), at `max_tool_calls`, or when
 `max_output_tokens` is spent over the turns (then the response is incomplete). Every
 event goes through the run's one EventBuilder.
 """
@@ -20,7 +20,8 @@ from respond.engines import _base as d
 from respond.protocol import events as ev
 from respond.responses.events import EventBuilder
 from respond.responses.hosted._base import Hosted
-from respond.responses.kinds import mcp_call
+from respond.responses.hosted_call import result_text
+from respond.responses.kinds import hosted_item
 
 __all__ = ["TurnStream", "run_turns"]
 
@@ -61,8 +62,8 @@ async def run_turns(
     stream: TurnStream, turn: d.ChatTurn, hosted: Hosted, builder: EventBuilder
 ) -> AsyncGenerator[ev.Event, None]:
     """The events of every engine turn and hosted call of one response (not its ending)."""
-    for listing in hosted.listings:
-        for event in builder.add(mcp_call.McpListing(listing)) + builder.close():
+    for item in hosted.first:
+        for event in builder.add(item) + builder.close():
             yield event
     messages = list(turn.messages)
     async for event in _run_approved(hosted, builder, messages):
@@ -147,7 +148,7 @@ async def _run_calls(
     their searches loaded are added to `loaded`."""
     runnable = [c for c in said.calls if c.name in hosted.tools and not _asks(hosted, c)]
     item_ids = list(builder.calling)
-    assert len(item_ids) == len(runnable), "every runnable call has an open mcp_call item"
+    assert len(item_ids) == len(runnable), "every runnable call has an open item"
     for call, item_id in zip(runnable, item_ids, strict=True):
         tool = hosted.tools[call.name]
         result = await tool.executor.call(tool.name, call.arguments)
@@ -164,7 +165,7 @@ async def _run_approved(
     (whose calls the context already holds)."""
     for approved in hosted.approved:
         tool = approved.tool
-        opened = builder.add(mcp_call.for_tool(tool, approved.approval_request_id))
+        opened = builder.add(hosted_item(tool, approved.approval_request_id))
         arguments = builder.push(d.ToolCallArgumentsDelta(approved.arguments))
         for event in opened + arguments + builder.close():
             yield event
@@ -176,6 +177,4 @@ async def _run_approved(
 
 
 def _result_message(call_id: str, output: str | None, error: object) -> d.ChatMessage:
-    return d.ChatMessage(
-        role="tool", content=mcp_call.mcp_result_text(output, error), tool_call_id=call_id
-    )
+    return d.ChatMessage(role="tool", content=result_text(output, error), tool_call_id=call_id)

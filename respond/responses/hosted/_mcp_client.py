@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 
 from respond.protocol.items import McpToolInfo
-from respond.responses.hosted._base import CallResult
+from respond.responses.hosted_call import CallResult
 
 __all__ = ["UNREACHABLE", "McpClient", "McpUnavailable"]
 

@@ -23,9 +23,11 @@ from respond._ids import new_id
 from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
 from respond.protocol.limits import check_kind
-from respond.protocol.requests import CodeInterpreterCallInput, CreateResponseBody, InputItem
+from respond.protocol.requests import CodeInterpreterCallInput, InputItem
 from respond.protocol.tools import CodeInterpreterTool, FunctionTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted._base import Hosted
+from respond.responses.hosted._toolset import Request
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.code_interpreter_call import VISIBLE, logs_text
 
 __all__ = ["INCLUDE_OUTPUTS", "CodeInterpreterTools"]
@@ -62,12 +64,11 @@ class CodeInterpreterTools:
             return tools
         return [tool for tool in tools if tool.get("type") != "code_interpreter"]
 
-    async def prepare(
-        self, body: CreateResponseBody, tenant: str | None, context: Sequence[InputItem]
-    ) -> tuple[dict[str, HostedTool], bool]:
-        """The request's code_interpreter tool by its visible name, and whether
-        `tool_choice` forces it. Its container is checked now: a missing one is a 404, an
-        expired one a 400, one held by another replica a 409, each naming the field."""
+    async def prepare(self, request: Request, offered: Hosted) -> Hosted:
+        """The request's code_interpreter tool, forced when `tool_choice` names it. Its
+        container is checked now: a missing one is a 404, an expired one a 400, one held by
+        another replica a 409, each naming the field."""
+        body, tenant, context = request.body, request.tenant, request.items
         found = [(i, t) for i, t in enumerate(body.tools) if isinstance(t, CodeInterpreterTool)]
         choice = body.tool_choice
         forced = isinstance(choice, dict) and choice.get("type") == "code_interpreter"
@@ -80,7 +81,7 @@ class CodeInterpreterTools:
             if found and not _OFF_LOGGED:
                 _OFF_LOGGED.append(True)
                 log.info("tool type 'code_interpreter' is not run: %s", _OFF)
-            return {}, False
+            return Hosted()
         if len(found) > 1:
             raise APIError(
                 400, "Give at most one code_interpreter tool.", param=f"tools[{found[1][0]}]"
@@ -106,7 +107,7 @@ class CodeInterpreterTools:
             family="code_interpreter",
             container_id=executor.container_id,
         )
-        return {VISIBLE: hosted}, forced
+        return Hosted(tools={VISIBLE: hosted}, forced=(VISIBLE,) if forced else None)
 
     async def _executor(
         self,

@@ -18,9 +18,10 @@ from respond.files import FileService, Hit, check_filter
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
 from respond.protocol.limits import check_kind
-from respond.protocol.requests import CreateResponseBody
 from respond.protocol.tools import FileSearchTool, FunctionTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted._base import Hosted
+from respond.responses.hosted._toolset import Request
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.file_search_call import search_results_text
 
 __all__ = ["INCLUDE_RESULTS", "VISIBLE", "FileSearchTools"]
@@ -52,11 +53,13 @@ class FileSearchTools:
     def __init__(self, service: FileService | None = None) -> None:
         self.service = service
 
-    async def prepare(
-        self, body: CreateResponseBody, tenant: str | None
-    ) -> tuple[dict[str, HostedTool], bool]:
-        """The request's file_search tool by its visible name, and whether `tool_choice`
-        forces it. Unknown (or another tenant's) vector stores are a 404 naming the field."""
+    def echoed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools
+
+    async def prepare(self, request: Request, offered: Hosted) -> Hosted:
+        """The request's file_search tool, forced when `tool_choice` names it. Unknown (or
+        another tenant's) vector stores are a 404 naming the field."""
+        body, tenant = request.body, request.tenant
         found = [(i, t) for i, t in enumerate(body.tools) if isinstance(t, FileSearchTool)]
         forced = isinstance(body.tool_choice, dict) and body.tool_choice.get("type") == VISIBLE
         if not found:
@@ -66,7 +69,7 @@ class FileSearchTools:
                     "tool_choice names file_search, but no such tool is given.",
                     param="tool_choice",
                 )
-            return {}, False
+            return Hosted()
         if len(found) > 1:
             raise APIError(400, "Give at most one file_search tool.", param=f"tools[{found[1][0]}]")
         index, tool = found[0]
@@ -90,7 +93,7 @@ class FileSearchTools:
             executor=executor,
             family="file_search",
         )
-        return {VISIBLE: hosted}, forced
+        return Hosted(tools={VISIBLE: hosted}, forced=(VISIBLE,) if forced else None)
 
 
 class _Executor:

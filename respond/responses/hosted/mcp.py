@@ -1,6 +1,6 @@
 """Remote MCP servers as a hosted tool family: `tools: [{"type": "mcp", ...}]`.
 
-`McpTools.prepare` turns a request's mcp tools into the run's `Hosted` tools, before
+`McpTools.prepare` turns a request's mcp tools into the tools it offers the run, before
 anything is streamed: each server is resolved (its URL, or a server the operator
 configured), checked against the egress allow-list, and listed, unless an earlier
 response of the chain already listed it (its stored `mcp_list_tools` item is reused).
@@ -28,10 +28,13 @@ from respond.protocol.requests import (
     McpListToolsInput,
 )
 from respond.protocol.tools import CustomTool, FunctionTool, McpTool, ToolSearchTool
-from respond.responses.hosted._base import Approved, Hosted, HostedTool, visible_names
+from respond.responses.hosted._base import Approved, Hosted, visible_names
 from respond.responses.hosted._mcp_client import McpClient, McpUnavailable
 from respond.responses.hosted._mcp_deferred import loaded_by, searchable_wire
+from respond.responses.hosted._toolset import Request
 from respond.responses.hosted.egress import Egress
+from respond.responses.hosted_call import HostedTool
+from respond.responses.kinds.mcp_call import McpListing
 from respond.responses.kinds.namespace import Names
 
 __all__ = ["McpServer", "McpTools"]
@@ -92,12 +95,13 @@ class McpTools:
             self.settings.allow, configured, allow_loopback=self.settings.allow_loopback
         )
 
-    async def prepare(
-        self,
-        body: CreateResponseBody,
-        history: Sequence[InputItem],
-        new: Sequence[InputItem],
-    ) -> Hosted:
+    def echoed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools
+
+    async def prepare(self, request: Request, offered: Hosted) -> Hosted:
+        """The servers' tools, an `mcp_list_tools` item first for each server listed now,
+        the calls this input approves, and the tools a tool_choice {"type": "mcp"} forces."""
+        body, history, new = request.body, request.history, request.new
         servers = self._servers(body)
         if not servers:
             _no_approvals_without_tools(new)
@@ -113,7 +117,7 @@ class McpTools:
                 # The listing shows what the model may call: allowed_tools applied.
                 found = [tool for tool in await self._list(server) if server.admits(tool)]
                 item = McpListToolsItem(id=new_id("mcpl"), server_label=server.label, tools=found)
-                hosted.listings.append(item)
+                hosted.first.append(McpListing(item))
             tools += [(server, tool) for tool in found if server.admits(tool)]
         taken = [t.name for t in body.tools if isinstance(t, FunctionTool | CustomTool)]
         taken += [member.visible for member in Names(body.tools).members]

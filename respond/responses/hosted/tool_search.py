@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from respond.engines._base import FunctionSpec
 from respond.protocol.errors import APIError
 from respond.protocol.tools import FunctionTool, Tool, ToolSearchTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted._base import Hosted
 from respond.responses.hosted._bm25 import rank
+from respond.responses.hosted._toolset import Deferred, Request
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.tool_search_call import (
     DESCRIPTION,
     NAME,
@@ -28,7 +28,7 @@ from respond.responses.kinds.tool_search_call import (
     loaded_text,
 )
 
-__all__ = ["MAX_LOADED", "Deferred", "hosted_search"]
+__all__ = ["MAX_LOADED", "ToolSearch"]
 
 MAX_LOADED = 3  # tools one search loads: the best matches, not the whole catalogue
 # A deferred tool's group (a namespace, a deferred MCP server): its name and description
@@ -36,26 +36,33 @@ MAX_LOADED = 3  # tools one search loads: the best matches, not the whole catalo
 _GROUP = {"namespace": ("name", "description"), "mcp": ("server_label", "server_description")}
 
 
-@dataclass(frozen=True)
-class Deferred:
-    """A deferred tool: the function the model will see, and its definition as the
-    request gave it (what a tool_search_output lists)."""
-
-    spec: FunctionSpec
-    wire: dict[str, Any]
-
-    def text(self) -> str:
-        """What a search matches: its name and description, and its namespace's."""
-        parts = [self.spec.name, self.spec.description or ""]
-        group = _GROUP.get(str(self.wire.get("type")))
-        parts += [str(self.wire.get(key) or "") for key in group or ()]
-        return " ".join(parts)
+def _text(entry: Deferred) -> str:
+    """What a search matches: a deferred tool's name and description, and its group's."""
+    parts = [entry.spec.name, entry.spec.description or ""]
+    group = _GROUP.get(str(entry.wire.get("type")))
+    parts += [str(entry.wire.get(key) or "") for key in group or ()]
+    return " ".join(parts)
 
 
-def hosted_search(tools: Sequence[Tool], deferred: Sequence[Deferred]) -> dict[str, HostedTool]:
-    """The request's tool_search tool that respond runs, by its visible name ({} when it
-    has none, or the client runs it). OpenAI's tool_choice has no type that forces it;
-    "required" does when it is the only tool the model sees."""
+class ToolSearch:
+    """The tool_search family: needs nothing but the request and the other families."""
+
+    def echoed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return tools
+
+    async def prepare(self, request: Request, offered: Hosted) -> Hosted:
+        """The request's tool_search tool that respond runs (nothing when it has none, or
+        the client runs it), over the request's deferred functions and the deferred tools
+        the families before it offer. OpenAI's tool_choice has no type that forces it;
+        "required" does when it is the only tool the model sees."""
+        deferred = [*request.deferred()]
+        deferred += [
+            Deferred(spec, dict(wire)) for spec, wire in offered.searchable(request.enforceable)
+        ]
+        return Hosted(tools=_hosted_search(request.body.tools, deferred))
+
+
+def _hosted_search(tools: Sequence[Tool], deferred: Sequence[Deferred]) -> dict[str, HostedTool]:
     found = [(i, t) for i, t in enumerate(tools) if isinstance(t, ToolSearchTool)]
     if len(found) > 1:
         raise APIError(400, "Give at most one tool_search tool.", param=f"tools[{found[1][0]}]")
@@ -106,7 +113,7 @@ class _Search:
 
     async def call(self, name: str, arguments: str) -> CallResult:
         query = _query(arguments)
-        best = rank(query, [entry.text() for entry in self.left])[:MAX_LOADED]
+        best = rank(query, [_text(entry) for entry in self.left])[:MAX_LOADED]
         found = [self.left[i] for i in best]
         self.left = [entry for i, entry in enumerate(self.left) if i not in best]
         return CallResult(

@@ -17,7 +17,7 @@ from respond.engines import _base as d
 from respond.protocol import events as ev
 from respond.protocol.items import OutputItem
 from respond.protocol.tools import Tool
-from respond.responses.hosted._base import HostedTool
+from respond.responses.hosted_call import HostedTool
 from respond.responses.kinds import (
     apply_patch_call,
     code_interpreter_call,
@@ -45,6 +45,7 @@ __all__ = [
     "Shared",
     "Status",
     "calls_for",
+    "hosted_item",
     "echo",
     "replay_of",
     "shown",
@@ -74,13 +75,7 @@ _REPLAYS: dict[type, ReplayItem] = {k: v for kind in KINDS for k, v in kind.repl
 _ECHOES = {k: v for kind in KINDS for k, v in kind.echoes.items()}
 _SHOWS = {k: v for kind in KINDS for k, v in kind.shows.items()}
 
-# A hosted tool's family -> the item its calls become.
-_HOSTED: dict[str, Callable[[HostedTool], Item[Any]]] = {
-    "mcp": mcp_call.for_tool,
-    "file_search": file_search_call.for_tool,
-    "tool_search": tool_search_call.for_tool,
-    "code_interpreter": code_interpreter_call.for_tool,
-}
+_RUNS = {k: v for kind in KINDS for k, v in kind.runs.items()}  # hosted family -> its calls
 
 # A tool call's name -> the item it opens (function_call for any name not here).
 CallKinds = Mapping[str, Callable[[d.ToolCallStart], Item[Any]]]
@@ -112,7 +107,13 @@ def calls_for(
 
 
 def _hosted_call(tool: HostedTool, start: d.ToolCallStart) -> Item[Any]:
-    return _HOSTED[tool.family](tool)
+    return hosted_item(tool)
+
+
+def hosted_item(tool: HostedTool, approval_request_id: str | None = None) -> Item[Any]:
+    """The item a call of a hosted tool opens: its family's (`Kind.runs`); one that
+    answers an approval request runs, as approved."""
+    return _RUNS[tool.family](tool, approval_request_id)
 
 
 class Kinds:

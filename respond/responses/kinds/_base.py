@@ -21,13 +21,14 @@ from respond.engines import _base as d
 from respond.engines._base import ChatMessage, FunctionSpec, ToolCall
 from respond.protocol import events as ev
 from respond.protocol.items import OutputItem
-from respond.responses.hosted._base import CallResult
+from respond.responses.hosted_call import CallResult, HostedTool
 
 __all__ = [
     "Shown",
     "LateCall",
     "QuietCall",
     "EchoTool",
+    "HostedCall",
     "Item",
     "Kind",
     "Replay",
@@ -226,6 +227,9 @@ class Shown:
 ReplayItem = Callable[[Any, Replay, str], None]
 # How a kind echoes its request tool in `response.tools` (None: not echoed).
 EchoTool = Callable[[Any], "dict[str, Any] | None"]
+# The item a call of a hosted tool opens; the second argument is the approval request the
+# call answers (None: not approved, or a family that asks for no approval).
+HostedCall = Callable[[HostedTool, "str | None"], Item[Any]]
 
 
 @dataclass(frozen=True)
@@ -241,3 +245,6 @@ class Kind:
     # Request tool class -> how the model sees it (for tools shown by their kind; None:
     # this one is not, such as a tool_search respond runs, which is a hosted tool).
     shows: dict[type, Callable[[Any], Shown | None]] = field(default_factory=dict)
+    # Hosted family (HostedTool.family) -> the item its calls open, for the kind of the
+    # items a family respond runs produces.
+    runs: dict[str, HostedCall] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from respond.protocol import events as ev
 from respond.protocol.items import CodeInterpreterCallItem
 from respond.protocol.requests import CodeInterpreterCallInput
 from respond.protocol.tools import CodeInterpreterTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds._base import Item, Kind, Replay, Status
 
 __all__ = ["KIND", "VISIBLE", "CodeInterpreterCall", "for_tool", "logs_text"]
@@ -25,7 +25,7 @@ VISIBLE = "python"  # the function the model sees (OpenAI's models know the tool
 NOT_KEPT = "(The output of this run was not kept: include code_interpreter_call.outputs.)"
 
 
-def for_tool(tool: HostedTool) -> CodeInterpreterCall:
+def for_tool(tool: HostedTool, approval_request_id: str | None = None) -> CodeInterpreterCall:
     return CodeInterpreterCall(tool.container_id or "")
 
 
@@ -144,4 +144,5 @@ KIND = Kind(
     resume=_resume,
     replays={CodeInterpreterCallInput: _replay},
     echoes={CodeInterpreterTool: _echo},
+    runs={"code_interpreter": for_tool},
 )

@@ -14,13 +14,13 @@ from respond.protocol import events as ev
 from respond.protocol.items import FileSearchCallItem
 from respond.protocol.requests import FileSearchCallInput
 from respond.protocol.tools import FileSearchTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds._base import Kind, QuietCall, Replay, Status
 
 __all__ = ["KIND", "FileSearchCall", "for_tool", "search_results_text"]
 
 
-def for_tool(tool: HostedTool) -> FileSearchCall:
+def for_tool(tool: HostedTool, approval_request_id: str | None = None) -> FileSearchCall:
     return FileSearchCall()
 
 
@@ -99,4 +99,5 @@ KIND = Kind(
     resume=_resume,
     replays={FileSearchCallInput: _replay},
     echoes={FileSearchTool: _echo},
+    runs={"file_search": for_tool},
 )

@@ -18,7 +18,7 @@ from respond.protocol.requests import (
     McpListToolsInput,
 )
 from respond.protocol.tools import McpTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted_call import CallResult, HostedTool, result_text
 from respond.responses.kinds._base import Item, Kind, QuietCall, Replay, Status
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "McpCall",
     "McpListing",
     "for_tool",
-    "mcp_result_text",
 ]
 
 
@@ -140,7 +139,7 @@ def _call(replay: Replay, call_id: str, label: str, name: str, arguments: str) -
 
 
 def _replay_call(item: McpCallInput, replay: Replay, where: str) -> None:
-    text = mcp_result_text(item.output, item.error)
+    text = result_text(item.output, item.error)
     request = item.approval_request_id
     if request is not None and request in _approved(replay):
         _approved(replay).discard(request)
@@ -170,19 +169,6 @@ def _replay_listing(item: McpListToolsInput, replay: Replay, where: str) -> None
     """What the model sees of a listing is its tools, not a message."""
 
 
-def mcp_result_text(output: str | None, error: Any) -> str:
-    """What the model reads of an MCP call: its output, or what went wrong."""
-    if error is None:
-        return output or ""
-    if isinstance(error, dict):
-        content = error.get("content")
-        texts = [str(p.get("text", "")) for p in content or [] if isinstance(p, dict)]
-        message = " ".join(texts) or str(error.get("message", ""))
-    else:
-        message = str(error)
-    return f"Error: {message or 'the call failed'}"
-
-
 # ------------------------------------------------------------ echo
 
 # What the response echoes of an mcp tool: never headers or authorization.
@@ -209,6 +195,7 @@ KIND = Kind(
     resume=_resume_call,
     replays={McpCallInput: _replay_call},
     echoes={McpTool: echo_mcp_tool},
+    runs={"mcp": for_tool},
 )
 APPROVAL_KIND = Kind(
     item_type="mcp_approval_request",

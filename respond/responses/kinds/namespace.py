@@ -17,7 +17,7 @@ from typing import Any
 
 from respond.engines import _base as d
 from respond.protocol.tools import CustomTool, FunctionTool, NamespaceTool, Tool
-from respond.responses.hosted._base import visible_names
+from respond.responses.hosted_call import visible_names
 from respond.responses.kinds._base import Item, Kind
 from respond.responses.kinds.custom_tool_call import CustomToolCall
 from respond.responses.kinds.function_call import FunctionCall

@@ -19,7 +19,7 @@ from respond.protocol import events as ev
 from respond.protocol.items import ToolSearchCallItem, ToolSearchOutputItem
 from respond.protocol.requests import ToolSearchCallInput, ToolSearchOutputInput
 from respond.protocol.tools import CustomTool, FunctionTool, McpTool, NamespaceTool, ToolSearchTool
-from respond.responses.hosted._base import CallResult, HostedTool
+from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds._base import Item, Kind, LateCall, QuietCall, Replay, Shown, Status
 
 __all__ = [
@@ -89,7 +89,7 @@ class ClientSearch(LateCall[ToolSearchCallItem]):
         )
 
 
-def for_tool(tool: HostedTool) -> ServerSearch:
+def for_tool(tool: HostedTool, approval_request_id: str | None = None) -> ServerSearch:
     return ServerSearch()
 
 
@@ -189,5 +189,6 @@ KIND = Kind(
     replays={ToolSearchCallInput: _replay, ToolSearchOutputInput: _replay_output},
     echoes={ToolSearchTool: _echo},
     shows={ToolSearchTool: _shown},
+    runs={"tool_search": for_tool},
 )
 OUTPUT_KIND = Kind(item_type="tool_search_output")
