@@ -7,7 +7,7 @@ different one so no cache holds it) while that prompt is still being read. Strea
 Completions at temperature 0. Printed: the TTFTs (median), the slowdown beside the long prompt
 (TTFT beside it / TTFT alone) of each server, and respond's TTFT beside it over llama-server's.
 
-    .venv/bin/python bench/bench_scheduler.py [--rounds 3] [--long-words 1300] [--threads 2]
+    .venv/bin/python bench/bench_scheduler.py [--rounds 3] [--long-words 1050] [--threads 2]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from respond.engines.llamacpp import bundled_model_path
 from tests.support import processes
 from tests.support.server import Server, free_port, start_server, wait_ok
 
-CTX = 10240  # per slot: the long prompt fits
+CTX = 8192  # per slot: SmolLM2's training window, where llama-server caps a slot
 SLOTS = 4
 TIMEOUT = 900
 
@@ -111,7 +111,7 @@ def start_llama_server(binary: Path, threads: int, tmp: Path) -> Server:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--long-words", type=int, default=1300, help="~6 tokens each")
+    parser.add_argument("--long-words", type=int, default=1050, help="~7 tokens each")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--llama-server", type=Path, default=None)
     args = parser.parse_args()
