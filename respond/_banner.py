@@ -61,6 +61,11 @@ def _model_line(name: str, engine: Engine) -> str:
         facts.append(placed["layers"])
         facts.append(f"KV {placed['cache_type_k']}/{placed['cache_type_v']}")
         facts.append(f"flash attention {placed['flash_attn']}")
+        facts += [
+            f"--{name.replace('_', '-')}" for name in ("mlock", "no_mmap") if placed.get(name)
+        ]
+        if "n_cpu_moe" in placed:
+            facts.append(f"experts of {placed['n_cpu_moe']} layers on the CPU")
     if info.upstreams:
         facts.append("via " + ", ".join(info.upstreams))
     if info.chat_format:

@@ -171,3 +171,17 @@ def test_placed_describes_rpc_targets_by_name() -> None:
     described = placed.describe(30)
     assert described["layers"] == f"10/31 layers on {cpu.name}"
     assert described["devices"][0]["memory_total_mib"] > 0
+
+
+def test_every_placement_choice_given_shows_in_meta() -> None:
+    asked = Placement(n_gpu_layers=0, no_mmap=True, mlock=True, split_mode="row", main_gpu=1,
+                      tensor_split=(3.0, 1.0), n_cpu_moe=2)  # fmt: skip
+    described = place(asked).describe(30)
+    assert described | {"layers": ""} == {
+        "devices": [], "layers": "", "n_gpu_layers": 0, "cache_type_k": "f16",
+        "cache_type_v": "f16", "flash_attn": "auto", "n_cpu_moe": 2, "mlock": True,
+        "no_mmap": True, "tensor_split": [3.0, 1.0], "main_gpu": 1, "split_mode": "row",
+    }  # fmt: skip
+    assert set(place(Placement()).describe(30)) == {
+        "devices", "layers", "n_gpu_layers", "cache_type_k", "cache_type_v", "flash_attn"
+    }  # fmt: skip

@@ -111,9 +111,19 @@ class Placed:
             "cache_type_v": placement.cache_type_v,
             "flash_attn": placement.flash_attn,
         }
-        if placement.n_cpu_moe:
-            described["n_cpu_moe"] = placement.n_cpu_moe
-        return described
+        return described | _asked(placement)
+
+
+def _asked(placement: Placement) -> dict[str, Any]:
+    """The other placement choices, where they differ from llama.cpp's defaults: every flag
+    given shows in /v1/models' `meta.placement`."""
+    default = Placement()
+    shown = ("n_cpu_moe", "mlock", "no_mmap", "tensor_split", "main_gpu", "split_mode", "rpc")
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name in shown
+        if (value := getattr(placement, name)) != getattr(default, name)
+    }
 
 
 def _device_entry(device: Device) -> dict[str, Any]:
