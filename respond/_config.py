@@ -91,19 +91,19 @@ class Settings:
     cache_ram_mb: int = 8192  # the prompt cache beyond the slots (MiB of host RAM); 0: off
     chat_format: str | None = None  # a format's name (--chat-format); None: from the template
     chat_template_file: Path | None = None  # a Jinja file instead of the GGUF's own template
-    # Where the embedded model runs: the fields of Placement, one flag each.
-    n_gpu_layers: int | None = None
-    n_cpu_moe: int = 0
-    flash_attn: str = "auto"
-    cache_type_k: str = "f16"
-    cache_type_v: str = "f16"
-    mlock: bool = False
-    no_mmap: bool = False
-    devices: tuple[str, ...] = ()
-    tensor_split: tuple[float, ...] = ()
-    main_gpu: int = 0
-    split_mode: str = "layer"
-    rpc: tuple[str, ...] = ()
+    # Where the embedded model runs: the fields of Placement, one flag each, with its defaults.
+    n_gpu_layers: int | None = Placement.n_gpu_layers
+    n_cpu_moe: int = Placement.n_cpu_moe
+    flash_attn: str = Placement.flash_attn
+    cache_type_k: str = Placement.cache_type_k
+    cache_type_v: str = Placement.cache_type_v
+    mlock: bool = Placement.mlock
+    no_mmap: bool = Placement.no_mmap
+    devices: tuple[str, ...] = Placement.devices
+    tensor_split: tuple[float, ...] = Placement.tensor_split
+    main_gpu: int = Placement.main_gpu
+    split_mode: str = Placement.split_mode
+    rpc: tuple[str, ...] = Placement.rpc
     api_key: str | None = None
     api_key_file: Path | None = None  # lines: "key" or "tenant:key"
     api_keys: list[str] = field(default_factory=list)  # more such lines (no flag: for embedding)
