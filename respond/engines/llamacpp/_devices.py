@@ -138,16 +138,18 @@ def cpu_buffer_type() -> int:
     return found
 
 
-_abort_hooks: list[Any] = []  # the callback must outlive every call into ggml
+_abort_hook: list[Any] = []  # ggml's one callback; it must outlive every call into ggml
 
 
 def on_abort(report: Any) -> None:
     """Call `report(message)` before ggml aborts the process (an RPC server that went away
-    mid-decode cannot be recovered from inside llama.cpp): the reason reaches the log."""
+    mid-decode cannot be recovered from inside llama.cpp): the reason reaches the log. Set
+    once per process: every model (and every load of one, --models-dir) reports the same."""
+    if _abort_hook:
+        return
 
     def call(message: bytes | None) -> None:
         report((message or b"").decode(errors="replace").strip())
 
-    hook = _ABORT_CALLBACK(call)
-    _abort_hooks.append(hook)
-    _set_abort(hook)
+    _abort_hook.append(_ABORT_CALLBACK(call))
+    _set_abort(_abort_hook[0])
