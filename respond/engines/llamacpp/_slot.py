@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respond.engines.llamacpp._job import Feed, Job
+from respond.engines.llamacpp._media import whole_images
 from respond.engines.llamacpp._model import NativeModel
 
 __all__ = ["Slot", "common_prefix"]
@@ -60,7 +61,7 @@ class Slot:
         if not feed.fresh:
             self.pending = list(feed.tokens)
             return 0
-        kept = max(self.reuse(feed.tokens), 0)
+        kept = whole_images(feed.tokens, max(self.reuse(feed.tokens), 0))
         if kept < len(self.held):
             model.keep(self.seq, kept)
             del self.held[kept:]
