@@ -69,8 +69,12 @@ class Media:
 
     def __init__(self, path: Path, model: Any, *, n_threads: int, use_gpu: bool) -> None:
         from llama_cpp import mtmd_cpp  # its library loads with it: only for a projector
+        from llama_cpp._logger import llama_log_callback
 
         self._mtmd = mtmd_cpp
+        # mtmd logs each image it reads at INFO: through llama-cpp-python's callback, which
+        # keeps llama.cpp's own log to errors (NativeModel's set_verbose(False)).
+        mtmd_cpp.mtmd_helper_log_set(llama_log_callback, ctypes.c_void_p(0))
         params = mtmd_cpp.mtmd_context_params_default()
         params.use_gpu = use_gpu
         params.print_timings = False
