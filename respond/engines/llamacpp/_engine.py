@@ -444,8 +444,8 @@ class LlamaCppEngine(Engine):
         if log.isEnabledFor(logging.DEBUG):
             # What the model reads (tools included), for `--log-level debug`: rendered again
             # only then, so other levels pay nothing for it.
-            prompt = await self._cpu.run(lambda: self.render(turn))
-            log.debug("prompt, %d tokens:\n%s", len(tokens), prompt)
+            text = await self._cpu.run(lambda: self.render(turn))
+            log.debug("prompt, %d tokens:\n%s", len(tokens), text)
         if len(tokens) >= self.n_ctx:
             raise ContextOverflowError(len(tokens), self.n_ctx)
         plan = turn.prepared

@@ -340,7 +340,7 @@ class Scheduler:
         image = job.images.get(key) if key is not None else None
         n = _placeholders(slot.pending)
         started = time.monotonic()
-        if image is None or self.media is None:
+        if key is None or image is None or self.media is None:
             status = -1  # a prompt cut inside an image: never made so (whole_images)
         else:
             status = self.media.decode(
