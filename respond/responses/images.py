@@ -6,8 +6,8 @@
   (the embedded one, `ModelInfo.image_bytes`), and only from hosts the image allow-list
   admits (`--image-allow`, the same patterns as MCP egress: responses/hosted/egress.py).
   Loopback and private addresses (10/8, 172.16/12, 192.168/16, link-local, fc00::/7) are
-  refused unless `--image-allow-private`: as an address in the URL, and as what its name
-  resolves to. Every URL of the request is checked before any is fetched: a refused one is a
+  refused even then, unless `--image-allow-private`: as an address in the URL, and as what
+  its name resolves to. Every URL of the request is checked before any is fetched: a refused one is a
   400 naming the part, and nothing was fetched. An upstream engine is given the URL as sent.
 - A data URL is given as it is.
 
@@ -78,7 +78,7 @@ class ImageSources:
     ) -> None:
         self.files = files
         self.policy = policy or ImagePolicy()
-        self._egress = Egress(self.policy.allow, allow_loopback=self.policy.allow_private)
+        self._egress = Egress(self.policy.allow)
         self._transport = transport  # tests: a fake network
 
     async def resolve(
@@ -108,12 +108,11 @@ class ImageSources:
         return out
 
     def _check(self, url: str, param: str) -> None:
-        """A 400 saying how to allow `url`, unless the allow-list admits it (loopback: with
-        --image-allow-private, as MCP's --mcp-allow-loopback; a private address: with that
-        switch and a pattern)."""
+        """A 400 saying how to allow `url`, unless the allow-list admits it (and, for a
+        loopback or private address, --image-allow-private is on)."""
         host = (urlsplit(url).hostname or "").lower()
         private = _private(host) and not self.policy.allow_private
-        if self._egress.allows(url) and not private:
+        if self._egress.matches(url) and not private:
             return
         how = (
             "`respond serve --image-allow-private` (loopback and private addresses are off "
