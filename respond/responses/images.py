@@ -7,8 +7,9 @@
   admits (`--image-allow`, the same patterns as MCP egress: responses/hosted/egress.py).
   Loopback and private addresses (10/8, 172.16/12, 192.168/16, link-local, fc00::/7) are
   refused even then, unless `--image-allow-private`: as an address in the URL, and as what
-  its name resolves to. Every URL of the request is checked before any is fetched: a refused one is a
-  400 naming the part, and nothing was fetched. An upstream engine is given the URL as sent.
+  its name resolves to. Every URL of the request is checked before any is fetched: a refused
+  one is a 400 naming the part, and nothing was fetched. An upstream engine is given the URL
+  as sent.
 - A data URL is given as it is.
 
 The stored input keeps what the client sent (the URL, the file id), not the bytes.
