@@ -24,7 +24,7 @@ import mimetypes
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -37,10 +37,9 @@ from respond.protocol.requests import (
     InputMessage,
 )
 from respond.responses.hosted.egress import Egress
+from respond.store.base import JSON
 
 __all__ = ["FileReader", "ImagePolicy", "ImageSources"]
-
-JSON = dict[str, Any]
 
 
 class FileReader(Protocol):
@@ -59,9 +58,10 @@ class ImagePolicy:
     timeout: float = 30.0  # seconds for one fetch
 
 
-# Where an image is in an item, and what the item becomes with a data URL there.
 @dataclass(frozen=True)
 class _Found:
+    """An image of the context: where it is, and the URL or file id it is given by."""
+
     index: int  # the item's, in the context
     part: int | None  # the content part's, for a message; None for a screenshot
     url: str | None
