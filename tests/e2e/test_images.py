@@ -241,3 +241,37 @@ def test_the_projector_is_a_file_the_server_reads(tmp_path: Path) -> None:
     reader = gguf.GGUFReader(str(write_mmproj(tmp_path / "mmproj.gguf")))
     assert reader.fields["general.architecture"].contents() == "clip"
     assert reader.fields["clip.projector_type"].contents() == "mlp"
+
+
+def test_a_computer_use_screenshot_is_seen(server: Server) -> None:
+    """A screenshot replayed (by data URL or file id) reaches the model as an image."""
+    tool = {"type": "computer_use_preview", "display_width": 64, "display_height": 64}
+    call = {"type": "computer_call", "call_id": "c1", "action": {"type": "screenshot"}}
+    call |= {"pending_safety_checks": [], "status": "completed"}
+
+    def body(screenshot: dict[str, Any]) -> dict[str, Any]:
+        output = {"type": "computer_call_output", "call_id": "c1", "output": screenshot}
+        tools = [{**tool, "environment": "browser"}]
+        return {"model": "eyes", "tools": tools, "input": [user()[0], call, output]}
+
+    def counted(screenshot: dict[str, Any]) -> int:
+        reply = httpx.post(
+            f"{server.base_url}/responses/input_tokens", json=body(screenshot), timeout=TIMEOUT
+        )
+        assert reply.status_code == 200, reply.text
+        count: int = reply.json()["input_tokens"]
+        return count
+
+    made = httpx.post(
+        f"{server.base_url}/files",
+        files={"file": ("shot.png", BLUE, "image/png")},
+        data={"purpose": "vision"},
+        timeout=30,
+    ).json()
+    shot = {"type": "computer_screenshot", "image_url": data_url(BLUE)}
+    assert counted({"type": "computer_screenshot", "file_id": made["id"]}) == counted(shot)
+    decoded = server.log().count("an image of")
+    generated = body(shot) | {"max_output_tokens": 1, "tool_choice": "none"}
+    reply = httpx.post(f"{server.base_url}/responses", json=generated, timeout=TIMEOUT)
+    assert reply.status_code == 200, reply.text
+    assert server.log().count("an image of") == decoded + 1
