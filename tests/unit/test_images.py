@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from respond.engines._base import EngineError
+from respond.engines._base import ChatMessage, ChatTurn, EngineError
+from respond.engines.formats import Chosen
 from respond.engines.llamacpp._media import (
     data_url_bytes,
     image_key,
@@ -19,6 +20,8 @@ from respond.engines.llamacpp._media import (
     whole_images,
 )
 from respond.engines.llamacpp._on_demand import mmproj_beside
+from respond.engines.llamacpp._prompt import render_prompt
+from respond.engines.llamacpp._template import ChatTemplate
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
     ComputerCallOutputInput,
@@ -168,3 +171,21 @@ def test_an_upstream_gets_the_url_and_a_data_url_stays() -> None:
     kept = resolve(sources, items, fetch_urls=False)
     assert url_of(kept[0], 0) == "http://127.0.0.1/a.png" and url_of(kept[0], 1) == DATA
     assert network.fetched == []
+
+
+def test_each_image_is_marked_before_its_messages_text() -> None:
+    """The template gets a message's content as a string: its images' markers come first,
+    where the engine reads the images in; a message without images is as it was."""
+    turn = ChatTurn(
+        model="m",
+        messages=[
+            ChatMessage("user", "two pictures", images=("data:a", "data:b")),
+            ChatMessage("assistant", "seen"),
+            ChatMessage("user", "plain"),
+        ],
+    )
+    chosen = Chosen(None, None, "fallback")
+    prompt = render_prompt(ChatTemplate(None), turn, chosen=chosen, marker="<m>")
+    assert "<|im_start|>user\n<m><m>\ntwo pictures<|im_end|>" in prompt
+    assert prompt.count("<m>") == 2 and "<|im_start|>user\nplain<|im_end|>" in prompt
+    assert "<m>" not in render_prompt(ChatTemplate(None), turn, chosen=chosen)
