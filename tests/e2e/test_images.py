@@ -114,6 +114,7 @@ def test_models_say_which_reads_images(server: Server) -> None:
     capabilities = {m["name"]: m["capabilities"] for m in listed["models"]}
     assert capabilities["eyes"] == ["completion", "multimodal"]
     assert "projector" in server.log() and "'eyes' reads images" in server.log()
+    assert "reads images" in next(line for line in server.log().splitlines() if "eyes (" in line)
 
 
 def test_an_image_by_data_url_is_read_and_counted(server: Server) -> None:
