@@ -276,3 +276,21 @@ def test_a_computer_use_screenshot_is_seen(server: Server) -> None:
     reply = httpx.post(f"{server.base_url}/responses", json=generated, timeout=TIMEOUT)
     assert reply.status_code == 200, reply.text
     assert server.log().count("an image of") == decoded + 1
+
+
+@pytest.mark.parametrize("kind", ["not a GGUF", "another model's"])
+def test_a_projector_that_cannot_load_fails_the_load_naming_it(tmp_path: Path, kind: str) -> None:
+    from respond.engines.llamacpp import LlamaCppEngine, bundled_model_path
+
+    path = tmp_path / "mmproj.gguf"
+    if kind == "not a GGUF":
+        path.write_text("not a projector")
+    else:
+        write_mmproj(path, text_width=64)  # the bundled model's embeddings are 576 wide
+    engine = LlamaCppEngine(bundled_model_path(), alias="m", n_ctx=512, n_slots=1, mmproj_path=path)
+    engine.load()
+    assert not engine.ready
+    assert (
+        engine.load_error is not None
+        and f"could not load the projector {path}" in engine.load_error
+    )

@@ -29,8 +29,9 @@ _HEADS = 4
 _LAYERS = 2  # LLaVA reads the second-to-last layer's output: one layer runs
 
 
-def write_mmproj(path: Path, *, seed: int = 0) -> Path:
-    """Write the projector to `path` (an mmproj GGUF of a few hundred KB)."""
+def write_mmproj(path: Path, *, seed: int = 0, text_width: int = TEXT_WIDTH) -> Path:
+    """Write the projector to `path` (an mmproj GGUF of about 1.5 MB); `text_width` other
+    than the bundled model's makes one for another model."""
     rng = np.random.default_rng(seed)
 
     def weights(*shape: int) -> np.ndarray[tuple[int, ...], np.dtype[np.float32]]:
@@ -46,7 +47,7 @@ def write_mmproj(path: Path, *, seed: int = 0) -> Path:
     writer.add_uint32("clip.vision.embedding_length", _WIDTH)
     writer.add_uint32("clip.vision.feed_forward_length", _FF)
     writer.add_uint32("clip.vision.block_count", _LAYERS)
-    writer.add_uint32("clip.vision.projection_dim", TEXT_WIDTH)
+    writer.add_uint32("clip.vision.projection_dim", text_width)
     writer.add_uint32("clip.vision.attention.head_count", _HEADS)
     writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
     writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
@@ -71,11 +72,11 @@ def write_mmproj(path: Path, *, seed: int = 0) -> Path:
         writer.add_tensor(f"{block}.ffn_up.bias", weights(_FF))
         writer.add_tensor(f"{block}.ffn_down.weight", weights(_WIDTH, _FF))
         writer.add_tensor(f"{block}.ffn_down.bias", weights(_WIDTH))
-    # The projector: width -> TEXT_WIDTH -> TEXT_WIDTH (mm.0, GELU, mm.2).
-    writer.add_tensor("mm.0.weight", weights(TEXT_WIDTH, _WIDTH))
-    writer.add_tensor("mm.0.bias", weights(TEXT_WIDTH))
-    writer.add_tensor("mm.2.weight", weights(TEXT_WIDTH, TEXT_WIDTH))
-    writer.add_tensor("mm.2.bias", weights(TEXT_WIDTH))
+    # The projector: width -> text_width -> text_width (mm.0, GELU, mm.2).
+    writer.add_tensor("mm.0.weight", weights(text_width, _WIDTH))
+    writer.add_tensor("mm.0.bias", weights(text_width))
+    writer.add_tensor("mm.2.weight", weights(text_width, text_width))
+    writer.add_tensor("mm.2.bias", weights(text_width))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -19,7 +19,9 @@ import base64
 import binascii
 import ctypes
 import hashlib
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,9 @@ __all__ = ["Image", "Media", "data_url_bytes", "image_key", "placeholders", "who
 # The placeholders of one image chunk: -(key * _SPAN + i) for its i-th embedding, key >= 1.
 _SPAN = 1 << 20
 _KEY_BITS = 40
+# Images read last, by hash: a conversation's image is in every later turn's prompt, and a
+# prompt is tokenized again to count it (truncation's search, several times).
+_KEPT = 16
 
 
 def placeholders(key: int, n: int) -> list[int]:
@@ -72,6 +77,8 @@ class Media:
         from llama_cpp._logger import llama_log_callback
 
         self._mtmd = mtmd_cpp
+        self._kept: OrderedDict[bytes, Image] = OrderedDict()
+        self._kept_lock = threading.Lock()
         # mtmd logs each image it reads at INFO: through llama-cpp-python's callback, which
         # keeps llama.cpp's own log to errors (NativeModel's set_verbose(False)).
         mtmd_cpp.mtmd_helper_log_set(llama_log_callback, ctypes.c_void_p(0))
@@ -93,7 +100,22 @@ class Media:
 
     def image(self, data: bytes) -> Image:
         """An image file's bytes (PNG, JPEG, GIF, BMP, ...: what stb_image reads) read for
-        the projector; EngineError (a 400) when they are not an image it can read."""
+        the projector; EngineError (a 400) when they are not an image it can read. Its
+        chunks are only read after: the same Image serves every prompt it is in."""
+        digest = hashlib.sha256(data).digest()
+        with self._kept_lock:
+            kept = self._kept.get(digest)
+            if kept is not None:
+                self._kept.move_to_end(digest)
+                return kept
+        image = self._read(data, digest)
+        with self._kept_lock:
+            self._kept[digest] = image
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return image
+
+    def _read(self, data: bytes, digest: bytes) -> Image:
         mtmd = self._mtmd
         buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self.ctx, buffer, len(data), False)
@@ -102,7 +124,7 @@ class Media:
         try:
             if mtmd.mtmd_bitmap_is_audio(bitmap):
                 raise _unreadable("it is audio, and the model reads images")
-            return self._tokenized(bitmap, hashlib.sha256(data).digest())
+            return self._tokenized(bitmap, digest)
         finally:
             mtmd.mtmd_bitmap_free(bitmap)
 
@@ -145,6 +167,8 @@ class Media:
         )
 
     def close(self) -> None:
+        with self._kept_lock:
+            self._kept.clear()
         if self.ctx:
             self._mtmd.mtmd_free(self.ctx)
             self.ctx = None
