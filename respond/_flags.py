@@ -629,8 +629,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "image_allow_private",
         ("--image-allow-private",),
-        "let image URLs reach this host's loopback and private networks (10/8, 172.16/12, "
-        "192.168/16, link-local, fc00::/7); off by default",
+        "let --image-allow admit loopback and private addresses (127/8, ::1, 10/8, 172.16/12, "
+        "192.168/16, link-local, fc00::/7), refused by default whatever the patterns say",
         kind="switch",
     ),
     Flag(
