@@ -6,21 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from respond.engines._base import ChatMessage, ChatTurn, EngineError
 from respond.engines.formats import Chosen
+from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._media import (
     data_url_bytes,
     image_key,
     placeholders,
+    shift_of,
     whole_images,
 )
+from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._on_demand import mmproj_beside
 from respond.engines.llamacpp._prompt import render_prompt
+from respond.engines.llamacpp._slot import Slot
+from respond.engines.llamacpp._slots import fill_batch
 from respond.engines.llamacpp._template import ChatTemplate
 from respond.protocol.errors import APIError
 from respond.protocol.requests import (
@@ -30,6 +36,7 @@ from respond.protocol.requests import (
     InputMessage,
 )
 from respond.responses.images import ImagePolicy, ImageSources
+from tests.support.slots import native_batch
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 DATA = "data:image/png;base64," + base64.b64encode(PNG).decode()
@@ -189,3 +196,20 @@ def test_each_image_is_marked_before_its_messages_text() -> None:
     assert "<|im_start|>user\n<m><m>\ntwo pictures<|im_end|>" in prompt
     assert prompt.count("<m>") == 2 and "<|im_start|>user\nplain<|im_end|>" in prompt
     assert "<m>" not in render_prompt(ChatTemplate(None), turn, chosen=chosen)
+
+
+def test_an_image_takes_its_positions_not_one_a_placeholder() -> None:
+    """On a model with M-RoPE an image takes fewer positions than it has embeddings: the
+    text after it goes on from its last position, and cells are dropped by position."""
+    flat, rope = placeholders(5 * 2**20 + 4, 4), placeholders(6 * 2**20 + 2, 4)
+    assert shift_of([1, *flat, 2]) == 0 and shift_of([1, *rope, 2, *rope]) == 4
+    kept: list[tuple[int, int]] = []
+    model = cast(NativeModel, SimpleNamespace(keep=lambda seq, n: kept.append((seq, n))))
+    slot = Slot(0, held=[1, *rope, 2, 3], shift=2)
+    assert slot.position == 5  # 7 tokens in 5 positions
+    slot.apply(Feed([1, *rope, 2, 9], fresh=True), model)
+    assert kept == [(0, 4)] and slot.held == [1, *rope, 2] and slot.shift == 2
+    with native_batch(4) as batch:
+        slot.job = cast(Job, SimpleNamespace(arrived=0.0))
+        fill_batch(batch, [slot], room=4)
+        assert (batch.token[0], batch.pos[0]) == (9, 4)

@@ -30,9 +30,19 @@ from urllib.parse import unquote_to_bytes
 
 from respond.engines._base import EngineError
 
-__all__ = ["Image", "Media", "data_url_bytes", "image_key", "placeholders", "whole_images"]
+__all__ = [
+    "Image",
+    "Media",
+    "data_url_bytes",
+    "image_key",
+    "image_positions",
+    "placeholders",
+    "shift_of",
+    "whole_images",
+]
 
-# The placeholders of one image chunk: -(key * _SPAN + i) for its i-th embedding, key >= 1.
+# The placeholders of one image chunk: -(key * _SPAN + i) for its i-th embedding. A key is
+# the chunk's hash (_KEY_BITS, never 0) above the positions it takes (the low 20 bits).
 _SPAN = 1 << 20
 _KEY_BITS = 40
 # Images read last, by hash: a conversation's image is in every later turn's prompt, and a
@@ -50,6 +60,25 @@ def image_key(token: int) -> int | None:
     if token >= 0 or -token % _SPAN:
         return None
     return -token // _SPAN
+
+
+def image_positions(key: int) -> int:
+    """How many positions the image chunk of `key` takes in its sequence: as many as its
+    embeddings, except on models with M-RoPE (Qwen2-VL and later), which count fewer."""
+    return key % _SPAN
+
+
+def shift_of(tokens: list[int]) -> int:
+    """How many fewer positions than tokens `tokens` take (whole images in them: each takes
+    its positions, not one a placeholder)."""
+    if not tokens or min(tokens) >= 0:
+        return 0
+    shift = 0
+    for token in tokens:
+        if token < 0:
+            key = image_key(token)
+            shift += 1 - (image_positions(key) if key is not None else 0)
+    return shift
 
 
 def whole_images(tokens: list[int], kept: int) -> int:
@@ -147,7 +176,7 @@ class Media:
                 ids = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
                 tokens.extend(ids[i] for i in range(n.value))
                 continue
-            key = _key(digest, index)
+            key = _key(digest, index, mtmd.mtmd_input_chunk_get_n_pos(chunk))
             tokens.extend(placeholders(key, mtmd.mtmd_input_chunk_get_n_tokens(chunk)))
             keyed[key] = chunk
         image = Image(tokens, keyed)
@@ -188,10 +217,12 @@ def data_url_bytes(url: str) -> bytes:
         raise _unreadable(f"its data URL is not valid base64 ({exc})") from exc
 
 
-def _key(digest: bytes, index: int) -> int:
-    """A chunk's key: from the image's hash and the chunk's place among its chunks."""
+def _key(digest: bytes, index: int, n_pos: int) -> int:
+    """A chunk's key: from the image's hash and the chunk's place among its chunks, with the
+    positions it takes."""
     mixed = hashlib.sha256(digest + index.to_bytes(4, "little")).digest()
-    return 1 + int.from_bytes(mixed[:8], "little") % ((1 << _KEY_BITS) - 1)
+    hashed = 1 + int.from_bytes(mixed[:8], "little") % ((1 << _KEY_BITS) - 1)
+    return hashed * _SPAN + n_pos
 
 
 def _unreadable(why: str) -> EngineError:

@@ -47,7 +47,7 @@ import llama_cpp
 
 from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._job import Feed, Job
-from respond.engines.llamacpp._media import Media, image_key
+from respond.engines.llamacpp._media import Media, image_key, image_positions
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
 from respond.engines.llamacpp._respell import TokenText, respell
@@ -340,17 +340,16 @@ class Scheduler:
         image = job.images.get(key) if key is not None else None
         n = _placeholders(slot.pending)
         started = time.monotonic()
-        if key is None or image is None or self.media is None:
-            status = -1  # a prompt cut inside an image: never made so (whole_images)
-        else:
+        status = -1  # a prompt cut inside an image: never made so (whole_images)
+        if key is not None and image is not None and self.media is not None:
             status = self.media.decode(
                 image.chunks[key],
                 self.model.ctx,
                 seq=slot.seq,
-                n_past=len(slot.held),
+                n_past=slot.position,
                 n_batch=self.model.n_batch,
             )
-        if status != 0:
+        if key is None or status != 0:
             self._fail(slot, RuntimeError(f"llama.cpp could not decode an image ({status})"))
             slot.forget(self.model)
             return
@@ -364,6 +363,7 @@ class Scheduler:
         )
         slot.held += slot.pending[:n]
         del slot.pending[:n]
+        slot.shift += n - image_positions(key)
 
     def _fill(self) -> list[tuple[Slot, int]]:
         outputs, self._in_batch = fill_batch(self._batch, self.slots, self.model.n_batch)
@@ -453,10 +453,11 @@ def fill_batch(
     batch.n_tokens = 0
     outputs: list[tuple[Slot, int]] = []
     for slot, chunk in chunks:
+        start = slot.position
         for offset, token in enumerate(chunk):
             at = batch.n_tokens
             batch.token[at] = token
-            batch.pos[at] = len(slot.held) + offset
+            batch.pos[at] = start + offset
             batch.n_seq_id[at] = 1
             batch.seq_id[at][0] = slot.seq
             batch.logits[at] = False
