@@ -215,6 +215,16 @@ def test_chat_completions_image_url(server: Server) -> None:
 
     with_image = prompt_tokens({"type": "image_url", "image_url": {"url": data_url(RED)}})
     assert with_image - prompt_tokens() >= IMAGE_TOKENS
+    refused = {"type": "image_url", "image_url": {"url": "http://images.example/a.png"}}
+    content = [{"type": "text", "text": "Describe it."}, refused]
+    body = {"model": "eyes", "messages": [{"role": "user", "content": content}]}
+    reply = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=TIMEOUT)
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert (error["code"], error["param"]) == (
+        "image_url_not_allowed",
+        "messages[0].content[1].image_url",
+    )
 
 
 def test_messages_image_block(server: Server) -> None:
