@@ -70,6 +70,8 @@ def _model_line(name: str, engine: Engine) -> str:
         facts.append("via " + ", ".join(info.upstreams))
     if info.chat_format:
         facts.append(info.chat_format)
+    if info.vision and info.image_bytes:  # an embedded model with its projector
+        facts.append("reads images")
     failed = engine.load_error
     state = f"  NOT LOADED: {failed}" if failed else ""
     return f"{name} ({', '.join(facts)}){state}"

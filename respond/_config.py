@@ -77,6 +77,7 @@ class Settings:
     models_dir: Path | None = None
     models_max: int = 4  # of them resident at once
     models_ttl: int = 0  # seconds idle before one is unloaded; 0: never
+    mmproj: Path | None = None  # the model's vision projector (-hf, --models-dir find theirs)
     alias: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
@@ -137,6 +138,9 @@ class Settings:
     mcp_allow: list[str] = field(default_factory=list)  # MCP URLs respond may connect to
     mcp_allow_loopback: bool = False  # requests may name MCP servers on this host's loopback
     mcp_timeout: float = 60.0  # seconds, per MCP list or call
+    # Images by http(s) URL for the embedded engine, which respond fetches (responses/images.py).
+    image_allow: list[str] = field(default_factory=list)
+    image_allow_private: bool = False  # may they reach loopback and private addresses
     # The code_interpreter tool and the Containers API (docs/tools.md#code-interpreter).
     code_interpreter: bool = False
     code_interpreter_sandbox: Literal["namespaces", "limits-only"] = "namespaces"
@@ -217,6 +221,7 @@ class EmbeddedModel:
     queue_max: int = DEFAULTS.queue_max
     chat_template_file: Path | None = None  # None: the GGUF's own template
     cache_ram: int = DEFAULTS.cache_ram_mb
+    mmproj: Path | None = None  # its vision projector; -hf fetches the repo's
     # Placement keys of its table (n_gpu_layers = 20 …), over the flags' and [serve]'s.
     placement: Mapping[str, Any] = field(default_factory=dict)
 

@@ -74,6 +74,7 @@ _EMBEDDED_KEYS = {
     "queue_max",
     "chat_template_file",
     "cache_ram",
+    "mmproj",
     *PLACEMENT_KEYS,
 }
 _UPSTREAM_KEYS = {
@@ -237,6 +238,7 @@ class _Reader:
             cache_ram=self.integer(
                 f"{key}.cache_ram", table.get("cache_ram", DEFAULTS.cache_ram_mb), minimum=0
             ),
+            mmproj=self.optional_file(f"{key}.mmproj", table.get("mmproj")),
             placement=self.placement(key, table),
         )
 

@@ -179,6 +179,16 @@ FLAGS: tuple[Flag, ...] = (
         shown="bundled SmolLM2",
     ),
     Flag(
+        "mmproj",
+        ("-mm", "--mmproj"),
+        "the multimodal projector (mmproj GGUF) of the -m model: it then reads images",
+        Path,
+        "FILE",
+        shown="none (-hf fetches the repo's)",
+        readme="the vision projector (mmproj GGUF) of the model, as llama-server's flag: the "
+        "model then reads images ([docs/models.md](docs/models.md#images))",
+    ),
+    Flag(
         "hf_repo",
         ("-hf", "-hfr", "--hf-repo"),
         "a GGUF from the Hugging Face hub, chosen by its quant tag (default Q4_K_M), downloaded "
@@ -604,6 +614,23 @@ FLAGS: tuple[Flag, ...] = (
         ("--mcp-allow-loopback",),
         "let requests use MCP servers on this host's loopback (localhost, 127.0.0.0/8, ::1); "
         "off by default, configured servers excepted",
+        kind="switch",
+    ),
+    Flag(
+        "image_allow",
+        ("--image-allow",),
+        "let requests give the embedded model images by http(s) URL from hosts that match this "
+        "wildcard pattern, or URLs that start with this URL (repeatable; none by default)",
+        metavar="PATTERN",
+        kind="list",
+        readme="hosts (a wildcard) or URL prefixes the embedded model's images may be fetched "
+        "from by URL; none by default ([docs/models.md](docs/models.md#images))",
+    ),
+    Flag(
+        "image_allow_private",
+        ("--image-allow-private",),
+        "let --image-allow admit loopback and private addresses (127/8, ::1, 10/8, 172.16/12, "
+        "192.168/16, link-local, fc00::/7), refused by default whatever the patterns say",
         kind="switch",
     ),
     Flag(

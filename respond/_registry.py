@@ -61,7 +61,11 @@ def build_engines(settings: Settings) -> dict[str, Engine]:
             )
         return _folder(settings)
     flags = EmbeddedModel(
-        alias="", gguf=settings.model_path, hf=settings.hf_repo, hf_file=settings.hf_file
+        alias="",
+        gguf=settings.model_path,
+        hf=settings.hf_repo,
+        hf_file=settings.hf_file,
+        mmproj=settings.mmproj,
     )
     return _from_entries([flags], settings)
 
@@ -145,29 +149,38 @@ def _from_settings(
 
 
 def _model_file(entry: EmbeddedModel, settings: Settings) -> tuple[Path, str, Path | None]:
-    """The GGUF to load, its default alias, and its mmproj (only a hub repo brings one)."""
+    """The GGUF to load, its default alias, and its mmproj: the one given (--mmproj, the
+    table's `mmproj`), else the hub repo's."""
     from respond._hub import HubError, fetch
     from respond.engines.llamacpp import BUNDLED_ALIAS, bundled_model_path
 
+    given = entry.mmproj
+    if given is not None and not given.is_file():
+        raise SystemExit(f"respond: mmproj file not found: {given}")
     if entry.hf is not None:
         try:
             fetched = fetch(entry.hf, file=entry.hf_file, token=settings.hf_token)
         except HubError as exc:
             raise SystemExit(f"respond: {exc}") from exc
-        return fetched.gguf, fetched.name, fetched.mmproj
+        return fetched.gguf, fetched.name, given or fetched.mmproj
     if entry.gguf is None:
         try:
-            return bundled_model_path(), BUNDLED_ALIAS, None
+            return bundled_model_path(), BUNDLED_ALIAS, given
         except FileNotFoundError as exc:
             raise SystemExit(f"respond: {exc}") from exc
     if not entry.gguf.is_file():
         raise SystemExit(f"respond: model file not found: {entry.gguf}")
-    return entry.gguf, entry.gguf.stem, None
+    return entry.gguf, entry.gguf.stem, given
 
 
 def _folder(settings: Settings) -> dict[str, Engine]:
     """Every GGUF of --models-dir, each loaded by the first request that names it."""
-    from respond.engines.llamacpp._on_demand import OnDemandEngine, Shelf, gguf_models
+    from respond.engines.llamacpp._on_demand import (
+        OnDemandEngine,
+        Shelf,
+        gguf_models,
+        mmproj_beside,
+    )
 
     folder = settings.models_dir
     assert folder is not None
@@ -179,14 +192,16 @@ def _folder(settings: Settings) -> dict[str, Engine]:
     shelf = Shelf(settings.models_max, settings.models_ttl)
     engines: dict[str, Engine] = {}
     for path in paths:
+        mmproj = mmproj_beside(path)
         engines[path.stem] = OnDemandEngine(
             path,
             path.stem,
             n_ctx=settings.n_ctx,
             build=functools.partial(
-                _from_settings, path, path.stem, settings, None, settings.placement
+                _from_settings, path, path.stem, settings, None, settings.placement, mmproj=mmproj
             ),
             shelf=shelf,
+            vision=mmproj is not None,
         )
     log.info("--models-dir %s: %d models, loaded on demand", folder, len(engines))
     return engines

@@ -117,6 +117,7 @@ def build_server(
     from respond.api._common import KeyRing
     from respond.app import create_app
     from respond.files import ExtractLimits
+    from respond.responses.images import ImagePolicy
     from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
@@ -169,6 +170,9 @@ def build_server(
         mcp=mcp,
         reasoning_events=settings.reasoning_events,
         sandbox=_sandbox(settings),
+        images=ImagePolicy(
+            allow=tuple(settings.image_allow), allow_private=settings.image_allow_private
+        ),
     )
     return Server(settings, served, app, announcer)
 

@@ -45,6 +45,7 @@ from respond.protocol.limits import Limits
 from respond.responses.background import STALE_SECONDS, Runs
 from respond.responses.history import History
 from respond.responses.hosted import families
+from respond.responses.images import ImagePolicy, ImageSources
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
 from respond.store.base import Store, StoreFullError, StoreUnavailableError
@@ -79,6 +80,7 @@ def create_app(
     extract_limits: ExtractLimits | None = None,
     drain: Drain | None = None,
     sandbox: Sandbox | None = None,
+    images: ImagePolicy | None = None,
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner).
 
@@ -109,6 +111,7 @@ def create_app(
         metrics=meters,
         hosted=families(mcp, file_service, code),
         reasoning_events=reasoning_events,
+        images=ImageSources(file_service.files if file_service else None, images),
     )
     runs = (
         Runs(service, store, background_max=background_max, runner=runner)

@@ -41,6 +41,7 @@ async def list_models(request: Request) -> dict[str, Any]:
                 "meta": {
                     "n_ctx": info.context_window,
                     "backend": info.backend,
+                    "vision": info.vision,  # it reads images
                     **({"upstreams": list(info.upstreams)} if info.upstreams else {}),
                     **({"chat_format": info.chat_format} if info.chat_format else {}),
                     **({"placement": dict(info.placement)} if info.placement else {}),
@@ -48,8 +49,10 @@ async def list_models(request: Request) -> dict[str, Any]:
                 },
             }
         )
+        # llama-server's list: "multimodal" for a model with a projector.
+        capabilities = ["completion", *(["multimodal"] if info.vision else [])]
         models.append(
-            {"name": info.id, "model": info.id, "type": "model", "capabilities": ["completion"]}
+            {"name": info.id, "model": info.id, "type": "model", "capabilities": capabilities}
         )
     embedder: Embedder | None = request.app.state.embedder
     if embedder is not None:

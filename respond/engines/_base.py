@@ -74,7 +74,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # set on role="tool" messages
     reasoning: str | None = None  # assistant reasoning carried from an earlier turn
-    images: tuple[str, ...] = ()  # image URLs (data: or http:), for vision upstreams
+    images: tuple[str, ...] = ()  # image URLs (data: or http(s):), for vision models
 
 
 @dataclass(frozen=True)
@@ -331,6 +331,10 @@ class ModelInfo:
     context_window: int | None
     backend: str
     vision: bool = False
+    # The engine reads images from their bytes (data: URLs): respond fetches an http(s)
+    # image URL for it, within the image allow-list (responses/images.py), where an upstream
+    # is given the URL to fetch itself.
+    image_bytes: bool = False
     upstreams: tuple[str, ...] = ()  # base URLs, for engines in front of other servers
     chat_format: str | None = None  # the embedded engine's: "tools: ..., reasoning: ..."
     # The embedded engine's devices, layers offloaded, KV-cache types (llamacpp/_placement.py).

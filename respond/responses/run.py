@@ -56,6 +56,7 @@ from respond.responses.events import EventBuilder
 from respond.responses.history import Context, History, still_running
 from respond.responses.hosted import Deferred, Hosted, Request, Toolsets, families
 from respond.responses.hosted._loop import TurnStream, run_turns
+from respond.responses.images import ImageSources
 from respond.responses.kinds import Kinds, calls_for
 from respond.responses.kinds.namespace import Names, described
 from respond.responses.limits import check_request
@@ -144,6 +145,7 @@ class Responses:
         metrics: Metrics | None = None,
         hosted: Toolsets | None = None,
         reasoning_events: ev.ReasoningEvents = "openai",
+        images: ImageSources | None = None,
     ) -> None:
         if not engines:
             raise ValueError("at least one engine is needed")
@@ -161,6 +163,8 @@ class Responses:
         # The hosted families (hosted/), each made with what it runs with.
         self.hosted = hosted or families()
         self.reasoning_events = reasoning_events  # `--reasoning-events`: how reasoning streams
+        # Where input images are read from or fetched, for a vision model (images.py).
+        self.images = images or ImageSources(None)
 
     @property
     def sealer(self) -> Sealer:
@@ -266,6 +270,8 @@ class Responses:
         check_call_ids(context.items, new_from=len(context.history))
         vision = engine.info.vision
         items_to_messages(context.new, vision=vision)  # errors name the client's input index
+        if vision:
+            await self._read_images(context, engine, tenant)
         functions = _Functions(body, engine, context.items)
         request = Request(
             body,
@@ -280,6 +286,15 @@ class Responses:
         messages = self._messages(body, engine, hosted, tools.tools, context.items)
         shown = [spec for spec in specs if spec.name not in tools.hidden]
         return engine, self._turn(seen, engine, messages, hosted, shown), context, hosted
+
+    async def _read_images(self, context: Context, engine: Engine, tenant: str | None) -> None:
+        """The context's images by file id (and, for an engine that reads image bytes, by
+        URL) given by data URL instead, before anything is replayed for the engine."""
+        n = len(context.history)
+        items = await self.images.resolve(
+            context.items, tenant=tenant, fetch_urls=engine.info.image_bytes, new_from=n
+        )
+        context.history, context.new = items[:n], items[n:]
 
     def _messages(
         self,

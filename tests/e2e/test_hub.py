@@ -15,6 +15,7 @@ import pytest
 
 from respond.engines.llamacpp import bundled_model_path
 from tests.support.fake_hub import COMMIT, FakeHub, sha256_of
+from tests.support.mmproj import write_mmproj
 from tests.support.server import Server, start_server
 
 TIMEOUT = 300  # a loaded two-core machine is slow; never a timed assertion
@@ -25,8 +26,7 @@ MMPROJ = "mmproj-tiny-F16.gguf"
 
 @pytest.fixture
 def hub(tmp_path: Path) -> Iterator[FakeHub]:
-    mmproj = tmp_path / "mmproj.gguf"  # downloaded and kept, not loaded: any bytes do
-    mmproj.write_bytes(b"GGUF" + bytes(range(256)) * 64)
+    mmproj = write_mmproj(tmp_path / "mmproj.gguf")  # loaded with the model: a real one
     model = bundled_model_path()
     files = {"tiny-Q4_K_M.gguf": model, FILE: model, MMPROJ: mmproj, "README.md": mmproj}
     fake = FakeHub(REPO, files).start()
@@ -76,6 +76,7 @@ def test_the_tagged_file_is_fetched_with_progress_served_then_served_from_the_ca
     try:
         models = httpx.get(f"{server.base_url}/models", timeout=TIMEOUT).json()["data"]
         assert [m["id"] for m in models] == ["tiny-Q8_0"]
+        assert models[0]["meta"]["vision"]  # the repo's mmproj, loaded beside it
         assert answer(server, "tiny-Q8_0").strip()
     finally:
         server.stop()

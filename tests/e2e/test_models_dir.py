@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from respond.engines.llamacpp import bundled_model_path
+from tests.support.mmproj import write_mmproj
 from tests.support.server import Server, start_server
 
 TIMEOUT = 300  # a loaded two-core machine is slow; never a timed assertion
@@ -30,7 +31,7 @@ def folder(tmp: Path) -> Path:
     for name in MODELS:
         (models / f"{name}.gguf").symlink_to(bundled_model_path())
     (models / "broken.gguf").write_text("not a GGUF")
-    (models / "mmproj-alpha.gguf").write_text("a projector is not a chat model")
+    write_mmproj(models / "mmproj-alpha-F32.gguf")  # alpha's projector: not a chat model
     return models
 
 
@@ -65,6 +66,11 @@ def admin(server: Server, action: str, model: str) -> httpx.Response:
 
 def test_every_model_of_the_folder_is_listed_unloaded(server: Server) -> None:
     assert states(server) == dict.fromkeys(("alpha", "beta", "broken", "gamma"), "unloaded")
+    models = httpx.get(f"{server.base_url}/models", timeout=30).json()["data"]
+    # The projector named after alpha is alpha's: it reads images.
+    assert {m["id"]: m["meta"]["vision"] for m in models} == {
+        "alpha": True, "beta": False, "broken": False, "gamma": False
+    }  # fmt: skip
     assert "--models-dir" in server.log() and "4 models, loaded on demand" in server.log()
 
 

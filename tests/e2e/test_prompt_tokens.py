@@ -53,4 +53,4 @@ def test_a_counted_prompt_is_not_tokenized_again_to_generate(
 def test_a_prompt_over_the_window_is_not_kept(engine: LlamaCppEngine) -> None:
     long = turn("word " * 600)
     assert asyncio.run(engine.count_tokens(long)) >= engine.n_ctx
-    assert engine.render(long) not in engine._tokenized
+    assert (engine.render(long), ()) not in engine._tokenized

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from respond._config_file import EmbeddedModel, load_config
+from respond._config_file import ConfigError, EmbeddedModel, load_config
 
 
 def write(tmp: Path, text: str) -> Path:
@@ -39,3 +39,25 @@ def test_a_missing_chat_template_file_stops_serve_naming_it(tmp_path: Path) -> N
 
     with pytest.raises(SystemExit, match=re.escape("chat template file not found: /nope.jinja")):
         build_engines(Settings(chat_template_file=Path("/nope.jinja")))
+
+
+def test_a_model_with_its_projector(tmp_path: Path) -> None:
+    """`mmproj` gives an embedded model its projector, as `--mmproj` gives the -m model's:
+    the engine is built with it and says it reads images; a missing file names the key."""
+    from respond._config import Settings
+    from respond._registry import build_engines
+    from respond.engines.llamacpp import LlamaCppEngine
+
+    projector = tmp_path / "mmproj.gguf"
+    projector.write_bytes(b"GGUF")
+    path = write(tmp_path, f'[models.a]\ngguf = "bundled"\nmmproj = "{projector}"\n')
+    (model,) = load_config(path)
+    assert model == EmbeddedModel(alias="a", gguf=None, mmproj=projector)
+    for settings in (Settings(config_path=path), Settings(mmproj=projector)):
+        (engine,) = build_engines(settings).values()
+        assert isinstance(engine, LlamaCppEngine) and engine.mmproj_path == projector
+        assert engine.info.vision
+    with pytest.raises(ConfigError, match=re.escape("models.a.mmproj: file not found")):
+        load_config(write(tmp_path, '[models.a]\ngguf = "bundled"\nmmproj = "/nope.gguf"\n'))
+    with pytest.raises(SystemExit, match=re.escape("mmproj file not found: /nope.gguf")):
+        build_engines(Settings(mmproj=Path("/nope.gguf")))

@@ -3,6 +3,7 @@ has the cases that need the real model's context)."""
 
 from __future__ import annotations
 
+from respond.engines.llamacpp._media import placeholders
 from respond.engines.llamacpp._slot import Slot
 from respond.engines.llamacpp._slots import _choose, _reader, _source, fill_batch
 from tests.support.slots import busy, native_batch, ran
@@ -116,3 +117,16 @@ def test_no_wait_for_a_prefix_held_elsewhere_or_too_short() -> None:
     assert _reader([reading], prompt, worth=16, cached=50) is reading
     done = busy(2, [*system, 1, 2, 5], [], arrived=0.5)  # decoding: it read its prompt
     assert _reader([done], prompt, worth=16) is None
+
+
+def test_a_prompt_chunk_stops_before_an_image() -> None:
+    """An image's placeholders never go in the text batch: the slot's chunk ends before
+    them (the scheduler decodes the image on its own), and a slot whose pending tokens
+    begin with an image is left out of the batch."""
+    image = placeholders(7, 3)
+    before, after = busy(0, [], [5, 6, *image, 8], 1.0), busy(1, [1], [*image, 9], 2.0)
+    with native_batch(8) as batch:
+        outputs, included = fill_batch(batch, [before, after], room=8)
+        rows = [(batch.seq_id[i][0], batch.token[i]) for i in range(batch.n_tokens)]
+        assert rows == [(0, 5), (0, 6)] and included == [before] and outputs == []
+        assert before.pending == [*image, 8] and after.pending == [*image, 9]

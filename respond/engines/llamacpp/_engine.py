@@ -39,6 +39,7 @@ from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._decoding import DecodingPlan, calls_from_start, plan_decoding
 from respond.engines.llamacpp._grammar import CallLead, unsupported_keyword
 from respond.engines.llamacpp._job import Job
+from respond.engines.llamacpp._media import Image, Media, data_url_bytes
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import CpuWork
 from respond.engines.llamacpp._prepare import checked_plan
@@ -97,8 +98,7 @@ class LlamaCppEngine(Engine):
         mmproj_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self.model_path = Path(model_path)
-        # The projector of a vision model, fetched beside it by -hf: kept for images (#34),
-        # which this engine does not take yet.
+        # The projector of a vision model (--mmproj, or found beside it): images (_media.py).
         self.mmproj_path = None if mmproj_path is None else Path(mmproj_path)
         self.placement = placement or Placement()  # devices, KV-cache types (_placement.py)
         # A Jinja file to use instead of the GGUF's own template (--chat-template-file).
@@ -111,9 +111,15 @@ class LlamaCppEngine(Engine):
         self.n_batch = n_batch
         self.cache_ram_mb = cache_ram_mb  # 0: no prompt cache beyond the slots
         self.info = ModelInfo(
-            id=alias, owned_by="respond", context_window=n_ctx, backend="llama.cpp"
+            id=alias,
+            owned_by="respond",
+            context_window=n_ctx,
+            backend="llama.cpp",
+            vision=self.mmproj_path is not None,
+            image_bytes=True,
         )
         self._model: NativeModel | None = None
+        self._media: Media | None = None
         self._scheduler: Scheduler | None = None
         self._template: ChatTemplate | None = None
         self._format_override = chat_format  # a format's name (--chat-format), else detected
@@ -122,9 +128,9 @@ class LlamaCppEngine(Engine):
         self._loaded = threading.Event()
         self._load_error: str | None = None
         self._cpu = CpuWork()  # rendering, tokenizing, grammars: never on the event loop
-        # Prompt text -> its tokens, for the prompts counted last: a request's prompt is
-        # counted (the context-window check) and then generated from; tokenized once.
-        self._tokenized: OrderedDict[str, list[int]] = OrderedDict()
+        # Prompt text and images -> its tokens, for the prompts counted last: a request's
+        # prompt is counted (the context-window check) and then generated from; tokenized once.
+        self._tokenized: OrderedDict[tuple[str, tuple[str, ...]], _Prompt] = OrderedDict()
         self._tokenized_lock = threading.Lock()
 
     # ------------------------------------------------------------ loading
@@ -161,6 +167,8 @@ class LlamaCppEngine(Engine):
             )
             self._model = model
             self._describe_placement(model)
+            if self.mmproj_path is not None:
+                self._media = self._load_media(model, self.mmproj_path)
             self._splitter = SpecialSplitter(model)
             source, origin = self._template_source(model)
             self._template = ChatTemplate(
@@ -173,7 +181,11 @@ class LlamaCppEngine(Engine):
             self._chosen = self._choose_format(self._template)
             cache = PromptCache(self.cache_ram_mb * 1024 * 1024)
             self._scheduler = Scheduler(
-                model, n_slots=self.n_slots, queue_max=self.queue_max, cache=cache
+                model,
+                n_slots=self.n_slots,
+                queue_max=self.queue_max,
+                cache=cache,
+                media=self._media,
             )
             log.info("model loaded in %.1fs as '%s'", time.monotonic() - started, self.info.id)
         except Exception as exc:
@@ -185,13 +197,33 @@ class LlamaCppEngine(Engine):
     def unload(self) -> None:
         """Free the model: the decode thread ends, the weights and context go (blocking).
         For a model loaded on demand (_on_demand.py); nothing may use the engine after."""
-        scheduler, model = self._scheduler, self._model
-        self._scheduler = self._model = None
+        scheduler, model, media = self._scheduler, self._model, self._media
+        self._scheduler = self._model = self._media = None
         self._loaded.clear()
+        with self._tokenized_lock:
+            self._tokenized.clear()  # their images' chunks belong to the projector
         if scheduler is not None:
             scheduler.stop()
+        if media is not None:
+            media.close()
         if model is not None:
             model.close()
+
+    def _load_media(self, model: NativeModel, path: Path) -> Media:
+        started = time.monotonic()
+        media = Media(
+            path,
+            model.model.model,
+            n_threads=self.n_threads or max(os.cpu_count() or 1, 1),
+            use_gpu=self.placement.n_gpu_layers != 0,
+        )
+        log.info(
+            "projector %s loaded in %.1fs: '%s' reads images",
+            path,
+            time.monotonic() - started,
+            self.info.id,
+        )
+        return media
 
     def _describe_placement(self, model: NativeModel) -> None:
         placed = model.placed.describe(model.n_layer)
@@ -238,7 +270,12 @@ class LlamaCppEngine(Engine):
     def render(self, turn: ChatTurn) -> str:
         template = self._template
         assert template is not None
-        return render_prompt(template, turn, chosen=self._chosen)
+        return render_prompt(template, turn, chosen=self._chosen, marker=self._marker)
+
+    @property
+    def _marker(self) -> str | None:
+        """Where an image goes in the prompt's text (None: this model reads no images)."""
+        return self._media.marker if self._media is not None else None
 
     @property
     def chat_format(self) -> ChatFormat:
@@ -252,21 +289,52 @@ class LlamaCppEngine(Engine):
             raise UnsupportedSchemaError(*found)
 
     def tokenize(self, turn: ChatTurn) -> list[int]:
-        """The turn's prompt tokens (the same list again while the prompt is kept: read
-        it, never change it)."""
+        """The turn's prompt tokens, an image's placeholders among them (the same list again
+        while the prompt is kept: read it, never change it)."""
+        return self._prompt(turn).tokens
+
+    def _prompt(self, turn: ChatTurn) -> _Prompt:
         text = self.render(turn)
+        urls = tuple(url for m in turn.messages for url in m.images) if self._media else ()
+        key = (text, urls)
         with self._tokenized_lock:
-            kept = self._tokenized.get(text)
+            kept = self._tokenized.get(key)
             if kept is not None:
-                self._tokenized.move_to_end(text)
+                self._tokenized.move_to_end(key)
                 return kept
-        tokens = self._tokenize_text(text)
-        if len(tokens) < self.n_ctx:  # one that does not fit is refused, never generated
+        prompt = self._tokenize_prompt(text, urls)
+        if len(prompt.tokens) < self.n_ctx:  # one that does not fit is refused, never generated
             with self._tokenized_lock:
-                self._tokenized[text] = tokens
+                self._tokenized[key] = prompt
                 while len(self._tokenized) > TOKENIZED_KEPT:
                     self._tokenized.popitem(last=False)
-        return tokens
+        return prompt
+
+    def _tokenize_prompt(self, text: str, urls: tuple[str, ...]) -> _Prompt:
+        """The prompt's tokens; each image (at its marker in the text, in the order of the
+        turn's images) read by the projector, as its placeholders (_media.py)."""
+        if not urls:
+            return _Prompt(self._tokenize_text(text))
+        media, splitter = self._media, self._splitter
+        assert media is not None and splitter is not None
+        pieces = text.split(media.marker)
+        if len(pieces) != len(urls) + 1:
+            raise EngineError(
+                f"The prompt has {len(pieces) - 1} image markers ({media.marker}) for "
+                f"{len(urls)} images: the conversation's text holds the marker itself, or the "
+                "model's chat template left a message out.",
+                code="invalid_value",
+                status=400,
+                param="input",
+            )
+        tokens = self._tokenize_text(pieces[0])
+        images: dict[int, Image] = {}
+        for url, piece in zip(urls, pieces[1:], strict=True):
+            image = media.image(data_url_bytes(url))
+            tokens += image.tokens
+            images.update(dict.fromkeys(image.chunks, image))
+            tokens += splitter.tokenize(piece, add_bos=False)
+        return _Prompt(tokens, images)
 
     def _tokenize_text(self, text: str) -> list[int]:
         template = self._template
@@ -307,7 +375,11 @@ class LlamaCppEngine(Engine):
             return "", None  # nothing reads the prompt: no render for it
         prompt = self.render(turn)
         assert self._template is not None
-        lead = call_lead(self._template, turn, chosen=self._chosen, prompt=prompt) if led else None
+        lead = (
+            call_lead(self._template, turn, chosen=self._chosen, prompt=prompt, marker=self._marker)
+            if led
+            else None
+        )
         return prompt[-64:], lead
 
     def _admit(self) -> None:
@@ -367,12 +439,13 @@ class LlamaCppEngine(Engine):
         self._require_ready()
         model, scheduler = self._model, self._scheduler
         assert model is not None and scheduler is not None
-        tokens = await self._cpu.run(lambda: self.tokenize(turn))
+        prompt = await self._cpu.run(lambda: self._prompt(turn))
+        tokens = prompt.tokens
         if log.isEnabledFor(logging.DEBUG):
             # What the model reads (tools included), for `--log-level debug`: rendered again
             # only then, so other levels pay nothing for it.
-            prompt = await self._cpu.run(lambda: self.render(turn))
-            log.debug("prompt, %d tokens:\n%s", len(tokens), prompt)
+            text = await self._cpu.run(lambda: self.render(turn))
+            log.debug("prompt, %d tokens:\n%s", len(tokens), text)
         if len(tokens) >= self.n_ctx:
             raise ContextOverflowError(len(tokens), self.n_ctx)
         plan = turn.prepared
@@ -390,7 +463,9 @@ class LlamaCppEngine(Engine):
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
         seed = next(s for s in (turn.sampling.seed, self.seed, DEFAULT_SEED) if s is not None)
-        job = Job(model, tokens, turn, plan, emit, seed=seed, n_ctx=self.n_ctx)
+        job = Job(
+            model, tokens, turn, plan, emit, seed=seed, n_ctx=self.n_ctx, images=prompt.images
+        )
         scheduler.submit(job)
         try:
             while True:
@@ -403,6 +478,12 @@ class LlamaCppEngine(Engine):
         finally:
             # Consumer gone (client disconnect, cancel) or finished: the slot stops it.
             turn.cancel.set()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prompt:
+    tokens: list[int]
+    images: Mapping[int, Image] = dataclasses.field(default_factory=dict)  # by chunk key
 
 
 def _report_abort(message: str) -> None:

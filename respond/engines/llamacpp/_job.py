@@ -12,7 +12,7 @@ import codecs
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from respond.engines._calls import RepeatGuard
 from respond.engines.formats import StreamParser
 from respond.engines.llamacpp._decoding import DecodingPlan
 from respond.engines.llamacpp._logprobs import token_logprob, with_logprobs
+from respond.engines.llamacpp._media import Image
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._sampler import SlotSampler
 
@@ -56,9 +57,12 @@ class Job:
         *,
         seed: int,
         n_ctx: int,
+        images: Mapping[int, Image] | None = None,
     ) -> None:
         self.model = model
         self.tokens = tokens  # the prompt as the slot reads it (_respell.py may change it)
+        # The images among the prompt's tokens, by the key of each image chunk (_media.py).
+        self.images: Mapping[int, Image] = images or {}
         self.counted = len(tokens)  # the prompt as tokenized: what a count of it says
         self.turn = turn
         self.plan = plan

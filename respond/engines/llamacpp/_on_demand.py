@@ -34,7 +34,7 @@ from respond.engines._base import (
 from respond.engines.llamacpp._engine import LlamaCppEngine
 from respond.engines.llamacpp._grammar import unsupported_keyword
 
-__all__ = ["OnDemandEngine", "Shelf", "gguf_models"]
+__all__ = ["OnDemandEngine", "Shelf", "gguf_models", "mmproj_beside"]
 
 log = logging.getLogger("respond.engine")
 
@@ -46,6 +46,20 @@ def gguf_models(folder: Path) -> list[Path]:
     """The chat models of a folder: every *.gguf but multimodal projectors (mmproj*)."""
     found = sorted(p for p in folder.glob("*.gguf") if p.is_file())
     return [p for p in found if not p.name.lower().startswith("mmproj")]
+
+
+def mmproj_beside(model: Path) -> Path | None:
+    """The projector of a model of the folder: the first mmproj*.gguf (by name) whose name
+    holds the model's up to its last `-`, where the quant is (`gemma-3-4b-it-Q4_K_M.gguf`:
+    `mmproj-gemma-3-4b-it-F16.gguf`)."""
+    stem = model.stem.lower()
+    base = stem.rsplit("-", 1)[0] if "-" in stem else stem
+    found = sorted(
+        p
+        for p in model.parent.glob("*.gguf")
+        if p.name.lower().startswith("mmproj") and base in p.stem.lower()
+    )
+    return found[0] if found else None
 
 
 class Shelf:
@@ -105,13 +119,19 @@ class OnDemandEngine(Engine):
         n_ctx: int,
         build: Callable[[], LlamaCppEngine],
         shelf: Shelf,
+        vision: bool = False,
     ) -> None:
         self.path = path
         self._build = build
         self.shelf = shelf
         shelf.engines.append(self)
         self._info = ModelInfo(
-            id=alias, owned_by="respond", context_window=n_ctx, backend="llama.cpp"
+            id=alias,
+            owned_by="respond",
+            context_window=n_ctx,
+            backend="llama.cpp",
+            vision=vision,  # an mmproj beside it
+            image_bytes=True,
         )
         self._inner: LlamaCppEngine | None = None
         self._loading = asyncio.Lock()

@@ -44,6 +44,8 @@ class TokenText:
         return self._known[token]
 
     def _read(self, token: int) -> bytes | None:
+        if token < 0:  # an image's placeholder (_media.py): it matches only itself
+            return None
         if llama_cpp.llama_vocab_get_attr(self.vocab, token) & _SPECIAL:
             return None
         size = 64

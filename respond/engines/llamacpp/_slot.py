@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respond.engines.llamacpp._job import Feed, Job
+from respond.engines.llamacpp._media import shift_of, whole_images
 from respond.engines.llamacpp._model import NativeModel
 
 __all__ = ["Slot", "common_prefix"]
@@ -44,6 +45,14 @@ class Slot:
     # A copy to or from this sequence waits for the next decode (llama.cpp copies the
     # cells across streams then): its cells must not be saved or overwritten meanwhile.
     copying: bool = False
+    # How many fewer positions than tokens `held` takes: an image on a model with M-RoPE
+    # takes fewer positions than it has embeddings (_media.py); 0 for any other.
+    shift: int = 0
+
+    @property
+    def position(self) -> int:
+        """Where the next token of the sequence goes."""
+        return len(self.held) - self.shift
 
     def continues(self, tokens: list[int]) -> bool:
         """Whether `tokens` starts with the whole prompt of this slot's last job."""
@@ -60,9 +69,10 @@ class Slot:
         if not feed.fresh:
             self.pending = list(feed.tokens)
             return 0
-        kept = max(self.reuse(feed.tokens), 0)
+        kept = whole_images(feed.tokens, max(self.reuse(feed.tokens), 0))
         if kept < len(self.held):
-            model.keep(self.seq, kept)
+            self.shift = shift_of(self.held[:kept])
+            model.keep(self.seq, kept - self.shift)
             del self.held[kept:]
         self.pending = list(feed.tokens[kept:])
         return kept
@@ -71,6 +81,7 @@ class Slot:
         """Hold a copy of `other`'s cells (the next fresh feed drops what is not shared)."""
         model.copy(other.seq, self.seq)
         self.held = list(other.held)
+        self.shift = other.shift
         self.copying = other.copying = True
 
     def restore(self, tokens: list[int], state: Any, model: NativeModel) -> bool:
@@ -78,6 +89,7 @@ class Slot:
         the slot holds nothing (llama.cpp leaves the sequence empty or as it was)."""
         if model.restore(self.seq, state):
             self.held = list(tokens)
+            self.shift = shift_of(self.held)
             return True
         self.forget(model)
         return False
@@ -86,4 +98,5 @@ class Slot:
         """Drop every cell (after a failed decode their contents are unknown)."""
         model.keep(self.seq, 0)
         self.held.clear()
+        self.shift = 0
         self.pending.clear()

@@ -26,6 +26,10 @@ With more conversations than slots, the cells a slot is about to lose (more than
 `copy_worth` tokens of them) are first saved in the prompt cache beyond the slots
 (_cache.py, host RAM, `--cache-ram`), and a prompt that a saved state continues further than
 any slot does has that state restored into its slot instead of being evaluated again.
+
+An image in a prompt (a model with a projector, _media.py) stands in the token lists as its
+placeholders: a slot whose next pending tokens are an image's has it encoded and decoded into
+its sequence on its own, before the step's text batch, which never holds a placeholder.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import llama_cpp
 
 from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._job import Feed, Job
+from respond.engines.llamacpp._media import Media, image_key, image_positions
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
 from respond.engines.llamacpp._pace import Pace
@@ -65,9 +70,16 @@ _SWITCH_SECONDS = 0.0005
 
 class Scheduler:
     def __init__(
-        self, model: NativeModel, *, n_slots: int, queue_max: int, cache: PromptCache
+        self,
+        model: NativeModel,
+        *,
+        n_slots: int,
+        queue_max: int,
+        cache: PromptCache,
+        media: Media | None = None,
     ) -> None:
         self.model = model
+        self.media = media  # the projector, for the prompts' images
         self.slots = [Slot(seq) for seq in range(n_slots)]
         self.queue_max = queue_max
         self.cache = cache  # touched by the decode thread only; /metrics reads its counts
@@ -314,12 +326,48 @@ class Scheduler:
                 if slot.job.cached is None:
                     slot.job.cached = reused
                 slot.feed = None
+        for slot in self.slots:
+            if slot.job is not None and slot.pending and slot.pending[0] < 0:
+                self._image(slot)
         outputs = self._fill()
         if self._decode():
             for slot, index in outputs:
                 job = slot.job
                 assert job is not None
                 self._advance(slot, lambda job=job, index=index: job.step(index))
+
+    def _image(self, slot: Slot) -> None:
+        """Decode the image chunk that starts the slot's pending tokens into its sequence."""
+        job = slot.job
+        assert job is not None
+        key = image_key(slot.pending[0])
+        image = job.images.get(key) if key is not None else None
+        n = _placeholders(slot.pending)
+        started = time.monotonic()
+        status = -1  # a prompt cut inside an image: never made so (whole_images)
+        if key is not None and image is not None and self.media is not None:
+            status = self.media.decode(
+                image.chunks[key],
+                self.model.ctx,
+                seq=slot.seq,
+                n_past=slot.position,
+                n_batch=self.model.n_batch,
+            )
+        if key is None or status != 0:
+            self._fail(slot, RuntimeError(f"llama.cpp could not decode an image ({status})"))
+            slot.forget(self.model)
+            return
+        for other in self.slots:  # llama.cpp did every pending copy before the image
+            other.copying = False
+        log.info(
+            "slot %d: an image of %d tokens decoded in %.0f ms",
+            slot.seq,
+            n,
+            (time.monotonic() - started) * 1000,
+        )
+        slot.held += slot.pending[:n]
+        del slot.pending[:n]
+        slot.shift += n - image_positions(key)
 
     def _fill(self) -> list[tuple[Slot, int]]:
         # Every stream's next token fits, however small the pace makes the room.
@@ -407,16 +455,20 @@ def fill_batch(
     for slot in busy:
         if room == 0:
             break
-        chunks.append((slot, slot.pending[:room]))
-        room -= len(chunks[-1][1])
+        text = slot.pending[:room]
+        text = text[: _text_run(text)]
+        if text:  # else an image comes first: decoded on its own (Scheduler._image)
+            chunks.append((slot, text))
+            room -= len(text)
     chunks.sort(key=lambda chunk: chunk[0].seq)
     batch.n_tokens = 0
     outputs: list[tuple[Slot, int]] = []
     for slot, chunk in chunks:
+        start = slot.position
         for offset, token in enumerate(chunk):
             at = batch.n_tokens
             batch.token[at] = token
-            batch.pos[at] = len(slot.held) + offset
+            batch.pos[at] = start + offset
             batch.n_seq_id[at] = 1
             batch.seq_id[at][0] = slot.seq
             batch.logits[at] = False
@@ -427,6 +479,20 @@ def fill_batch(
             batch.logits[batch.n_tokens - 1] = True
             outputs.append((slot, batch.n_tokens - 1))
     return outputs, [slot for slot, _ in chunks]
+
+
+def _text_run(tokens: list[int]) -> int:
+    """How many tokens come before the first image placeholder (all of them, if none)."""
+    return next((i for i, token in enumerate(tokens) if token < 0), len(tokens))
+
+
+def _placeholders(tokens: list[int]) -> int:
+    """The length of the image chunk that starts `tokens`: its placeholders, up to the next
+    chunk's first one or the next text token."""
+    n = 1
+    while n < len(tokens) and tokens[n] < 0 and image_key(tokens[n]) is None:
+        n += 1
+    return n
 
 
 class _Stopped(Exception):

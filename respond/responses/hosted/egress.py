@@ -53,6 +53,14 @@ class Egress:
         host = (parts.hostname or "").lower()
         if _loopback(host):
             return self.allow_loopback
+        return self.matches(url)
+
+    def matches(self, url: str) -> bool:
+        """Whether a pattern admits `url`, whatever its host is (loopback too)."""
+        parts = _parts(url)
+        if parts is None or _dot_segments(parts.path):
+            return False
+        host = (parts.hostname or "").lower()
         return any(_matches(pattern, parts, host) for pattern in self.patterns)
 
     def check(self, url: str, param: str) -> None:

@@ -134,15 +134,17 @@ def parts_text(parts: Sequence[Any], vision: bool, where: str) -> tuple[str, tup
                 code="unsupported_content",
             )
         if isinstance(part, InputImage):
-            if not part.image_url:
+            # One by file_id is given by data URL before the engine's turn is replayed
+            # (responses/images.py); the check of the request's input sees it unread.
+            if part.image_url:
+                images.append(part.image_url)
+            elif not part.file_id:
                 raise APIError(
                     400,
-                    "input_image needs an image_url (a data: or http(s) URL); file_id is not "
-                    "supported.",
+                    "input_image needs an image_url (a data: or http(s) URL) or a file_id.",
                     param=f"{where}[{index}].image_url",
-                    code="unsupported_content",
+                    code="missing_required_parameter",
                 )
-            images.append(part.image_url)
         if isinstance(part, InputFile):
             raise APIError(
                 400,
