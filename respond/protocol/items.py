@@ -15,6 +15,7 @@ __all__ = [
     "ComputerCallItem",
     "ToolSearchCallItem",
     "ToolSearchOutputItem",
+    "WebSearchCallItem",
     "LocalShellAction",
     "LocalShellCallItem",
     "PatchOperation",
@@ -199,6 +200,18 @@ class CodeInterpreterCallItem(Wire):
     )
 
 
+class WebSearchCallItem(Wire):
+    """A web search, or a page opened or searched, that respond ran for the model (OpenAI's
+    `web_search_call`). `action` is `{"type": "search", "query", "sources"}` (`sources`
+    only with `include: ["web_search_call.action.sources"]`), `{"type": "open_page", "url"}`
+    or `{"type": "find_in_page", "url", "pattern"}`."""
+
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"] = "in_progress"
+    action: dict[str, Any] = Field(default_factory=dict)
+
+
 # Calls of the tools the client runs (shell, local_shell, apply_patch): OpenAI's shapes.
 
 
@@ -306,6 +319,7 @@ OutputItem = Annotated[
     | McpApprovalRequestItem
     | FileSearchCallItem
     | CodeInterpreterCallItem
+    | WebSearchCallItem
     | ShellCallItem
     | LocalShellCallItem
     | ApplyPatchCallItem

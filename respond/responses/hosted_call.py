@@ -27,6 +27,8 @@ class CallResult:
     error: dict[str, Any] | None = None
     # file_search: the chunks found (the item's `results`, when the request includes them),
     # and the (file id, file name) of each file they came from, which the answer cites.
+    # web_search: the sources of a search (its action's, when the request includes them),
+    # and the (URL, title) of each page found or opened, which the answer cites.
     results: list[dict[str, Any]] | None = None
     found: tuple[tuple[str, str], ...] = ()
     # tool_search: the tools it loaded, as the request gave them (the tool_search_output's
@@ -59,7 +61,7 @@ class HostedTool:
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
     # The family whose item a call becomes: the name a kind `runs` (`mcp`, `file_search`,
-    # `tool_search`, `code_interpreter`).
+    # `tool_search`, `code_interpreter`, `web_search`).
     family: str = "mcp"
     container_id: str | None = None  # code_interpreter: the container its calls run in
     # A deferred MCP server's tool no search has loaded yet: how a search lists it
