@@ -21,6 +21,7 @@ __all__ = [
     "PatchOperation",
     "ShellAction",
     "ShellCallItem",
+    "ShellCallOutputItem",
     "CustomToolCallItem",
     "FunctionCallItem",
     "FileSearchCallItem",
@@ -227,6 +228,20 @@ class ShellCallItem(Wire):
     call_id: str
     action: ShellAction = Field(default_factory=ShellAction)
     status: ItemStatus = "in_progress"
+    # A shell respond runs: the container it ran in ({"type": "container_reference", ...}).
+    environment: dict[str, Any] | None = omit_none()
+
+
+class ShellCallOutputItem(Wire):
+    """What the commands of a shell call respond ran printed, and how each ended:
+    `[{"stdout", "stderr", "outcome": {"type": "exit", "exit_code"} | {"type": "timeout"}}]`."""
+
+    type: Literal["shell_call_output"] = "shell_call_output"
+    id: str
+    call_id: str
+    output: list[dict[str, Any]] = Field(default_factory=list)
+    max_output_length: int | None = omit_none()
+    status: ItemStatus = "in_progress"
 
 
 class LocalShellAction(Wire):
@@ -321,6 +336,7 @@ OutputItem = Annotated[
     | CodeInterpreterCallItem
     | WebSearchCallItem
     | ShellCallItem
+    | ShellCallOutputItem
     | LocalShellCallItem
     | ApplyPatchCallItem
     | ComputerCallItem

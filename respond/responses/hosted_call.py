@@ -37,7 +37,8 @@ class CallResult:
     shown: tuple[FunctionSpec, ...] = ()
     # code_interpreter: the call's outputs (the item's `outputs`, when the request includes
     # them), whether the sandbox stopped it (the item fails), and the (container id, file
-    # id, path) of each file it wrote, which the answer cites.
+    # id, path) of each file it wrote, which the answer cites. The hosted shell: its
+    # commands' output chunks (its shell_call_output's), and the files they wrote.
     outputs: list[dict[str, Any]] | None = None
     stopped: bool = False
     written: tuple[tuple[str, str, str], ...] = ()
@@ -61,9 +62,9 @@ class HostedTool:
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
     # The family whose item a call becomes: the name a kind `runs` (`mcp`, `file_search`,
-    # `tool_search`, `code_interpreter`, `web_search`).
+    # `tool_search`, `code_interpreter`, `shell`, `web_search`).
     family: str = "mcp"
-    container_id: str | None = None  # code_interpreter: the container its calls run in
+    container_id: str | None = None  # code_interpreter, shell: the container calls run in
     # A deferred MCP server's tool no search has loaded yet: how a search lists it
     # (hosted/_mcp_deferred.py). Not shown to the model until then.
     deferred: Mapping[str, Any] | None = field(default=None, compare=False)
