@@ -55,8 +55,12 @@ async def service(tmp_path: Path) -> AsyncIterator[ContainerService]:
 
 def shell(*commands: str) -> list[d.Delta]:
     arguments = json.dumps({"commands": list(commands)})
-    call = [d.ToolCallStart(call_id="c1", name="shell"), d.ToolCallArgumentsDelta(arguments)]
-    return [*call, d.ToolCallEnd(), *END]
+    return [
+        d.ToolCallStart(call_id="c1", name="shell"),
+        d.ToolCallArgumentsDelta(arguments),
+        d.ToolCallEnd(),
+        *END,
+    ]
 
 
 def answer(text: str) -> list[d.Delta]:
