@@ -6,9 +6,11 @@ model's calls are not scriptable; tests/e2e/test_web_search.py runs the real one
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,6 +20,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.hosted import WebSearch, families
+from respond.responses.hosted._search import provider
 from respond.responses.run import PreparedRun, Responses
 from respond.testing import ScriptedEngine
 from tests.support.fake_searxng import FakeSearxng, PageServer
@@ -238,3 +241,49 @@ def test_flags_beat_the_web_search_table(tmp_path: Path) -> None:
         web_search_settings(None, Settings(web_search="searxng"))
     with pytest.raises(ConfigError, match="--web-search-key"):
         web_search_settings(None, Settings(web_search="tavily"))
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """A FAKE Brave / Tavily API (neither can be reached here): it keeps each request and
+    answers one result in the provider's shape."""
+
+    seen: ClassVar[list[tuple[str, str, dict[str, str], bytes]]] = []
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._answer({"web": {"results": [{"url": PARIS, "title": "T", "description": "D"}]}})
+
+    def do_POST(self) -> None:
+        self._answer({"results": [{"url": PARIS, "title": "T", "content": "C"}]})
+
+    def _answer(self, body: object) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.seen.append((self.command, self.path, dict(self.headers), self.rfile.read(length)))
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+async def test_brave_and_tavily_are_asked_as_their_apis_say() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/api"
+    location = {"country": "FR", "city": "Paris"}
+    try:
+        brave = provider(WebSearchSettings("brave", url=url, api_key="bk"))
+        found = await brave.search("q", count=2, domains=(), location=location)
+        tavily = provider(WebSearchSettings("tavily", url=url, api_key="tk"))
+        also = await tavily.search("q", count=2, domains=("example.net",), location=location)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [r.snippet for r in found] == ["D"] and [r.snippet for r in also] == ["C"]
+    (get, path, headers, _), (post, _, posted, body) = _Recorder.seen
+    assert get == "GET" and path == "/api?q=q&count=8&country=FR"
+    assert headers["X-Subscription-Token"] == "bk" and headers["X-Loc-City"] == "Paris"
+    assert post == "POST" and posted["Authorization"] == "Bearer tk"
+    assert json.loads(body) == {"query": "q", "max_results": 2, "include_domains": ["example.net"]}
