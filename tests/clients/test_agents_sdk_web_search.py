@@ -64,11 +64,11 @@ async def client(searcher: Server) -> AsyncIterator[openai.AsyncOpenAI]:
 def agent(client: openai.AsyncOpenAI) -> Agent[Any]:
     return Agent(
         name="searcher",
-        instructions="Search the web for the user's question, then answer in one sentence.",
+        instructions="Search the web for the user's question, then answer in one word.",
         model=OpenAIResponsesModel(model=BUNDLED_ALIAS, openai_client=client),
         model_settings=ModelSettings(
             temperature=0,
-            max_tokens=120,
+            max_tokens=400,
             tool_choice="web_search",
             response_include=["web_search_call.action.sources"],
         ),
