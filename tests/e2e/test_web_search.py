@@ -11,6 +11,7 @@ without a provider, leaves the tool out and says so.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.support.sse import read_events
 
 TIMEOUT = 900  # generous: a loaded two-core machine is slow
 SOURCES = "web_search_call.action.sources"
+CODEX_REQUEST = Path(__file__).parents[1] / "clients" / "data" / "codex-0.171.0-request.json"
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +201,22 @@ def test_without_a_provider_the_tool_is_left_out_and_said_so(
         assert logged(bare, "web_search  off: no search provider")
     finally:
         bare.stop()
+
+
+def test_codex_s_web_search_reaches_the_model(server: Server, searxng: FakeSearxng) -> None:
+    """The body Codex 0.171.0 sends (tests/clients/data), its web_search forced: respond
+    searches. Codex sends `external_web_access: false`, so only the search is offered."""
+    body: dict[str, Any] = json.loads(CODEX_REQUEST.read_text())
+    (web,) = [tool for tool in body["tools"] if tool["type"] == "web_search"]
+    assert web.get("external_web_access") is False
+    body.update(model=BUNDLED_ALIAS, tool_choice={"type": "web_search"}, max_output_tokens=150)
+    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
+        assert reply.status_code == 200, reply.read()
+        events = list(read_events(reply))
+    for event in events:
+        validate_event(event)
+    final = events[-1]["response"]
+    searched = final["output"][0]
+    assert searched["type"] == "web_search_call" and searched["action"]["type"] == "search"
+    assert searched["action"]["query"] in searxng.queries
+    assert web in final["tools"]

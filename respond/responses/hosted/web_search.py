@@ -42,7 +42,8 @@ MAX_DOMAINS = 100
 FOUND_MAX = 5  # find_in_page: the places shown
 FOUND_AROUND = 200  # characters of the page either side of each
 
-_URL = {"type": "string", "description": "The page's URL (http or https)."}
+# Bounded: a small model may otherwise write one string until its token limit.
+_URL = {"type": "string", "description": "The page's URL (http or https).", "maxLength": 2000}
 TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     SEARCH: (
         "Search the web. Returns numbered results (title, URL, snippet); answer from them "
@@ -50,7 +51,12 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What to search for.", "minLength": 1}
+                "query": {
+                    "type": "string",
+                    "description": "What to search for, in a few words.",
+                    "minLength": 1,
+                    "maxLength": 200,
+                }
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -71,7 +77,12 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
             "type": "object",
             "properties": {
                 "url": _URL,
-                "pattern": {"type": "string", "description": "The text to find.", "minLength": 1},
+                "pattern": {
+                    "type": "string",
+                    "description": "The text to find.",
+                    "minLength": 1,
+                    "maxLength": 200,
+                },
             },
             "required": ["url", "pattern"],
             "additionalProperties": False,
