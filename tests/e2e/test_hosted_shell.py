@@ -53,8 +53,8 @@ async def service(tmp_path: Path) -> AsyncIterator[ContainerService]:
     await sql.close()
 
 
-def shell(*commands: str) -> list[d.Delta]:
-    arguments = json.dumps({"commands": list(commands)})
+def shell(*commands: str, **limits: int) -> list[d.Delta]:
+    arguments = json.dumps({"commands": list(commands), **limits})
     return [
         d.ToolCallStart(call_id="c1", name="shell"),
         d.ToolCallArgumentsDelta(arguments),
@@ -146,6 +146,20 @@ async def test_long_output_is_cut(service: ContainerService) -> None:
     _, output, _ = items(run)
     (chunk,) = output["output"]
     assert chunk["stdout"].endswith("\n[cut]") and len(chunk["stdout"]) == MAX_STREAM + 6
+
+
+async def test_the_calls_own_limits_are_honoured(service: ContainerService) -> None:
+    script = shell("yes a | head -c 100", "sleep 3", max_output_length=10, timeout_ms=1000)
+    run, _ = await respond(service, [script, answer("Cut.")], AUTO)
+    call, output, _ = items(run)
+    assert call["action"] == {
+        "commands": ["yes a | head -c 100", "sleep 3"],
+        "timeout_ms": 1000,
+        "max_output_length": 10,
+    }
+    first, second = output["output"]
+    assert first["stdout"] == "a\na\na\na\na\n\n[cut]" and output["max_output_length"] == 10
+    assert second["outcome"] == {"type": "timeout"}
 
 
 async def test_a_client_shell_stays_the_clients(service: ContainerService) -> None:

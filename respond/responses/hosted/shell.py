@@ -28,14 +28,22 @@ from respond.protocol.tools import FunctionTool, ShellTool
 from respond.responses.hosted._base import Hosted
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
-from respond.responses.kinds.shell_call import HOSTED, NAME, SPEC, hosted, output_text
+from respond.responses.kinds.shell_call import (
+    HOSTED,
+    HOSTED_PARAMETERS,
+    NAME,
+    hosted,
+    output_text,
+)
 
 __all__ = ["HostedShell"]
 
 log = logging.getLogger("respond.tools")
 
 AUTO_NAME = "shell (auto)"
-MAX_STREAM = 16 * 1024  # characters of one command's stdout, and of its stderr, kept
+# Characters of one command's stdout, and of its stderr, kept (less when the model asks,
+# with the action's max_output_length).
+MAX_STREAM = 16 * 1024
 DESCRIPTION = (
     "Run shell commands in a sandboxed Linux container without network access, in order, "
     "each with /bin/sh in /mnt/data, which holds the user's files; files written there are "
@@ -48,7 +56,7 @@ _DRIVER = """
 import json, subprocess, time
 deadline = time.monotonic() + {seconds!r}
 for command in {commands!r}:
-    left = max(deadline - time.monotonic(), 0.1)
+    left = min(max(deadline - time.monotonic(), 0.1), {each!r})
     try:
         done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, timeout=left)
         out, err = done.stdout, done.stderr
@@ -109,7 +117,7 @@ class HostedShell:
             server_label="shell",
             name=NAME,
             description=DESCRIPTION,
-            parameters=SPEC.parameters,
+            parameters=HOSTED_PARAMETERS,
             needs_approval=False,
             executor=executor,
             family="shell",
@@ -167,15 +175,19 @@ class _Executor:
 
     async def call(self, name: str, arguments: str) -> CallResult:
         try:
-            commands = json.loads(arguments)["commands"]
+            args = json.loads(arguments)
+            commands = args["commands"]
         except (ValueError, KeyError, TypeError):
-            commands = None
+            args, commands = {}, None
         if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
             error = {"type": "invalid_arguments", "message": "shell needs 'commands'."}
             return CallResult(error=error, outputs=[])
-        seconds = self.service.sandbox.limits.timeout
+        # The sandbox's limit bounds the call; the model may ask for less, per command.
+        seconds = max(self.service.sandbox.limits.timeout - 1, 0.5)
+        each = _positive(args.get("timeout_ms"), seconds * 1000) / 1000
+        keep = int(_positive(args.get("max_output_length"), MAX_STREAM))
         driver = _DRIVER.format(
-            seconds=max(seconds - 1, 0.5), commands=commands, keep=MAX_STREAM, mark=_MARK
+            seconds=seconds, each=each, commands=commands, keep=keep, mark=_MARK
         )
         try:
             if self.create_with is not None:
@@ -219,6 +231,13 @@ def _chunks(ran: Ran, commands: int) -> list[dict[str, Any]]:
         note = "\n".join(stray).strip() or "[Stopped by the sandbox's limits.]"
         chunks.append({"stdout": "", "stderr": note, "outcome": {"type": "timeout"}})
     return chunks
+
+
+def _positive(value: Any, most: float) -> float:
+    """`value` when it is a positive integer below `most`, else `most`."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < most:
+        return value
+    return most
 
 
 def _chunk(line: str) -> dict[str, Any] | None:

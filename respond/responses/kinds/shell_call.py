@@ -21,7 +21,16 @@ from respond.protocol.tools import ShellTool
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds._base import Item, Kind, LateCall, Replay, Shown, Status
 
-__all__ = ["HOSTED", "KIND", "NAME", "HostedShellCall", "ShellCall", "hosted", "output_text"]
+__all__ = [
+    "HOSTED",
+    "HOSTED_PARAMETERS",
+    "KIND",
+    "NAME",
+    "HostedShellCall",
+    "ShellCall",
+    "hosted",
+    "output_text",
+]
 
 NAME = "shell"
 SPEC = FunctionSpec(
@@ -46,12 +55,26 @@ SPEC = FunctionSpec(
 )
 
 
+_LIMITS = ("timeout_ms", "max_output_length")
+# The hosted shell's function: the client's, and the limits OpenAI's shell action has.
+HOSTED_PARAMETERS: dict[str, Any] = {
+    **SPEC.parameters,
+    "properties": {
+        **SPEC.parameters["properties"],
+        "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
+        "max_output_length": {"type": "integer", "minimum": 1, "maximum": 1000000},
+    },
+}
+
+
 class ShellCall(LateCall[ShellCallItem]):
     prefix = "sh"
 
     def item(self, arguments: dict[str, Any]) -> ShellCallItem:
         commands = [str(c) for c in arguments.get("commands") or []]
-        action = ShellAction(commands=commands)
+        # A hosted shell's model may also bound its commands (HOSTED_SPEC).
+        limits = {k: v for k in _LIMITS if isinstance(v := arguments.get(k), int)}
+        action = ShellAction(commands=commands, **limits)
         return ShellCallItem(id=self.item_id, call_id=self.call_id, action=action)
 
 
@@ -95,7 +118,12 @@ class HostedShellCall(ShellCall):
         return self.done(item, "completed")
 
     def follows(self, result: CallResult) -> Item[Any]:
-        return ShellCallOutput(self.call_id, result.outputs or [])
+        try:
+            asked = json.loads(self.arguments).get("max_output_length")
+        except (ValueError, AttributeError):
+            asked = None
+        limit = asked if isinstance(asked, int) else None
+        return ShellCallOutput(self.call_id, result.outputs or [], limit)
 
 
 class ShellCallOutput(Item[ShellCallOutputItem]):
@@ -103,11 +131,18 @@ class ShellCallOutput(Item[ShellCallOutputItem]):
 
     prefix = "sho"
 
-    def __init__(self, call_id: str, output: list[dict[str, Any]]) -> None:
-        self.call_id, self.output = call_id, output
+    def __init__(
+        self, call_id: str, output: list[dict[str, Any]], max_output_length: int | None = None
+    ) -> None:
+        self.call_id, self.output, self.max_output_length = call_id, output, max_output_length
 
     def added(self) -> tuple[ShellCallOutputItem, list[ev.Event]]:
-        item = ShellCallOutputItem(id=self.item_id, call_id=self.call_id, output=self.output)
+        item = ShellCallOutputItem(
+            id=self.item_id,
+            call_id=self.call_id,
+            output=self.output,
+            max_output_length=self.max_output_length,
+        )
         return item, []
 
     def close(self, item: ShellCallOutputItem, status: Status) -> list[ev.Event]:
