@@ -123,13 +123,14 @@ class WebSearchTools:
         body = request.body
         found = [(i, t) for i, t in enumerate(body.tools) if isinstance(t, WebSearchTool)]
         choice = body.tool_choice
-        forced = isinstance(choice, dict) and choice.get("type") in WEB_SEARCH_TYPES
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        forced = kind in WEB_SEARCH_TYPES
         if not found or self.search is None:
             if forced:
                 why = "no such tool is given" if not found else _OFF
                 raise APIError(
                     400,
-                    f"tool_choice names {choice['type']}, but {why}.",  # type: ignore[index]
+                    f"tool_choice names {kind}, but {why}.",
                     param="tool_choice",
                     code="unsupported_tool_choice",
                 )
