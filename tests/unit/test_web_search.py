@@ -20,6 +20,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.hosted import WebSearch, families
+from respond.responses.hosted._pages import PageError, fetch
 from respond.responses.hosted._search import provider
 from respond.responses.run import PreparedRun, Responses
 from respond.testing import ScriptedEngine
@@ -287,3 +288,22 @@ async def test_brave_and_tavily_are_asked_as_their_apis_say() -> None:
     assert headers["X-Subscription-Token"] == "bk" and headers["X-Loc-City"] == "Paris"
     assert post == "POST" and posted["Authorization"] == "Bearer tk"
     assert json.loads(body) == {"query": "q", "max_results": 2, "include_domains": ["example.net"]}
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://169.254.169.254/latest/meta-data", "not public"),  # cloud metadata
+        ("http://10.1.2.3/", "not public"),
+        ("http://[::ffff:127.0.0.1]:8080/", "not public"),
+        ("http://0.0.0.0:8080/", "not public"),
+        ("http://localhost./admin", "not public"),
+        ("file:///etc/passwd", r"only http\(s\)"),
+        ("http://127.0.0.1:99999/", "not a URL"),
+    ],
+)
+async def test_pages_off_the_public_web_are_refused_before_any_connection(
+    url: str, why: str
+) -> None:
+    with pytest.raises(PageError, match=why):
+        await fetch(url, timeout=5, allow_private=False)

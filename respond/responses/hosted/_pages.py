@@ -71,7 +71,7 @@ async def _check(url: str, allow_private: bool) -> None:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise PageError(f"not a URL: {url[:200]!r}") from None
-    host = (parts.hostname or "").lower()
+    host = (parts.hostname or "").lower().rstrip(".")  # "localhost." is localhost
     if parts.scheme not in ("http", "https") or not host:
         raise PageError(f"only http(s) pages can be opened, not {url[:200]!r}")
     if allow_private:
