@@ -20,7 +20,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.hosted import WebSearch, families
-from respond.responses.hosted._pages import PageError, fetch
+from respond.responses.hosted._pages import PageError, _target, fetch
 from respond.responses.hosted._search import provider
 from respond.responses.run import PreparedRun, Responses
 from respond.testing import ScriptedEngine
@@ -307,3 +307,13 @@ async def test_pages_off_the_public_web_are_refused_before_any_connection(
 ) -> None:
     with pytest.raises(PageError, match=why):
         await fetch(url, timeout=5, allow_private=False)
+
+
+async def test_a_public_host_is_connected_to_at_the_address_judged() -> None:
+    target = await _target("https://user@8.8.8.8:8443/a?b=c", allow_private=False)
+    assert target.url == "https://8.8.8.8:8443/a?b=c"
+    assert target.headers == {"Host": "8.8.8.8:8443"}
+    assert target.extensions == {"sni_hostname": "8.8.8.8"}
+    v6 = await _target("http://[2001:4860:4860::8888]/", allow_private=False)
+    assert v6.url == "http://[2001:4860:4860::8888]:80/"
+    assert v6.headers == {"Host": "[2001:4860:4860::8888]"}

@@ -3,9 +3,10 @@
 A page is fetched only from a public host: its name is resolved first, and a host on
 loopback, a private network, link-local or any other address that is not globally
 routable is refused unless the operator allows it (`--web-search-allow-private`): a
-request must not reach the services beside respond. Redirects are followed by hand, each
-hop judged the same way. A page is cut at MAX_BYTES and must come within the timeout;
-only text is read (HTML as its visible text).
+request must not reach the services beside respond. respond then connects to the address
+it judged (a second lookup could answer another). Redirects are followed by hand, each
+hop judged the same way; proxies in the environment are not used. A page is cut at
+MAX_BYTES and must come within the timeout; only text is read (HTML as its visible text).
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ async def fetch(url: str, *, timeout: float, allow_private: bool) -> Page:
     """The page at `url`, as text. Raises PageError saying why not."""
     try:
         with anyio.fail_after(timeout):
-            async with httpx.AsyncClient(timeout=timeout) as client:
+            async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
                 for _ in range(MAX_REDIRECTS + 1):
-                    await _check(url, allow_private)
-                    async with client.stream("GET", url, headers=_HEADERS) as reply:
+                    target = await _target(url, allow_private)
+                    async with client.stream(
+                        "GET",
+                        target.url,
+                        headers={**_HEADERS, **target.headers},
+                        extensions=target.extensions,
+                    ) as reply:
                         if reply.is_redirect:
                             url = urljoin(url, reply.headers.get("location", ""))
                             continue
@@ -64,8 +70,20 @@ _HEADERS = {
 }
 
 
-async def _check(url: str, allow_private: bool) -> None:
-    """Refuse `url` unless it is http(s) to a public host (or private hosts are allowed)."""
+@dataclass(frozen=True)
+class _Target:
+    """What respond connects to for a URL: the address it judged, not a name resolved
+    again (which could then answer another address), with the name as the Host header and
+    TLS server name."""
+
+    url: str
+    headers: dict[str, str]
+    extensions: dict[str, str]
+
+
+async def _target(url: str, allow_private: bool) -> _Target:
+    """`url` pinned to a public address of its host; refused unless it is http(s) to a
+    public host (any host when private hosts are allowed: then it is not pinned)."""
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -75,7 +93,7 @@ async def _check(url: str, allow_private: bool) -> None:
     if parts.scheme not in ("http", "https") or not host:
         raise PageError(f"only http(s) pages can be opened, not {url[:200]!r}")
     if allow_private:
-        return
+        return _Target(url, {}, {})
     refused = (
         f"respond may not open {url[:200]}: its host is not public (loopback, private or "
         "link-local); the operator can allow it with --web-search-allow-private"
@@ -86,12 +104,19 @@ async def _check(url: str, allow_private: bool) -> None:
         found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise PageError(f"the host {host} is not known: {exc}") from None
+    addresses = []
     for *_, address in found:
         ip = ipaddress.ip_address(str(address[0]).split("%")[0])
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
         if not ip.is_global:
             raise PageError(refused)
+        addresses.append(ip)
+    pinned = f"[{addresses[0]}]" if addresses[0].version == 6 else str(addresses[0])
+    named = f"[{host}]" if ":" in host else host
+    netloc = named if parts.port is None else f"{named}:{parts.port}"
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    return _Target(parts._replace(netloc=f"{pinned}:{port}").geturl(), {"Host": netloc}, extensions)
 
 
 async def _read(url: str, reply: httpx.Response) -> Page:
