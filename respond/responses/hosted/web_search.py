@@ -294,7 +294,7 @@ class _Executor:
         try:
             page = await self._page(url)
         except PageError as exc:
-            return _failed("page_refused", str(exc))
+            return _failed("page_unavailable", str(exc))
         text = page.text[: self.options.page_chars]
         if len(page.text) > len(text):
             text += f"\n[The page goes on: {len(page.text) - len(text)} more characters.]"
@@ -305,7 +305,7 @@ class _Executor:
         try:
             page = await self._page(url)
         except PageError as exc:
-            return _failed("page_refused", str(exc))
+            return _failed("page_unavailable", str(exc))
         places = _places(page.text, pattern)
         if not places:
             output = f"'{pattern}' does not occur on {page.url}."
