@@ -209,7 +209,16 @@ def test_codex_s_web_search_reaches_the_model(server: Server, searxng: FakeSearx
     body: dict[str, Any] = json.loads(CODEX_REQUEST.read_text())
     (web,) = [tool for tool in body["tools"] if tool["type"] == "web_search"]
     assert web.get("external_web_access") is False
-    body.update(model=BUNDLED_ALIAS, tool_choice={"type": "web_search"}, max_output_tokens=150)
+    # As tests/clients/test_codex.py's server does for Codex (which sends neither): a
+    # temperature of 0 and a limit; and one call a turn, so the tiny model's second call
+    # cannot spend the limit before the first runs.
+    body.update(
+        model=BUNDLED_ALIAS,
+        tool_choice={"type": "web_search"},
+        max_output_tokens=300,
+        temperature=0,
+        parallel_tool_calls=False,
+    )
     with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
         assert reply.status_code == 200, reply.read()
         events = list(read_events(reply))
@@ -218,5 +227,6 @@ def test_codex_s_web_search_reaches_the_model(server: Server, searxng: FakeSearx
     final = events[-1]["response"]
     searched = final["output"][0]
     assert searched["type"] == "web_search_call" and searched["action"]["type"] == "search"
+    assert searched["status"] == "completed", final["status"]
     assert searched["action"]["query"] in searxng.queries
     assert web in final["tools"]
