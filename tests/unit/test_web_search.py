@@ -19,6 +19,7 @@ from respond._config_file import ConfigError, read_config, web_search_settings
 from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
+from respond.responses.context import items_to_messages
 from respond.responses.hosted import WebSearch, families
 from respond.responses.hosted._pages import PageError, _target, fetch
 from respond.responses.hosted._search import provider
@@ -317,3 +318,37 @@ async def test_a_public_host_is_connected_to_at_the_address_judged() -> None:
     v6 = await _target("http://[2001:4860:4860::8888]/", allow_private=False)
     assert v6.url == "http://[2001:4860:4860::8888]:80/"
     assert v6.headers == {"Host": "[2001:4860:4860::8888]"}
+
+
+def test_a_web_search_call_replays_as_the_call_and_its_kept_sources() -> None:
+    body = CreateResponseBody.model_validate(
+        {
+            "input": [
+                {"type": "message", "role": "user", "content": "Capital of France?"},
+                {
+                    "type": "web_search_call",
+                    "id": "ws_1",
+                    "status": "completed",
+                    "action": {
+                        "type": "search",
+                        "query": "capital of France",
+                        "sources": [{"type": "url", "url": PARIS}],
+                    },
+                },
+                {
+                    "type": "web_search_call",
+                    "id": "ws_2",
+                    "status": "completed",
+                    "action": {"type": "open_page", "url": PARIS},
+                },
+            ]
+        }
+    )
+    assert isinstance(body.input, list)
+    _, searched, told, opened, read = items_to_messages(body.input, vision=False)
+    (call,) = searched.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("web_search", {"query": "capital of France"})
+    assert told.content == f"Results found (their text was not kept):\n{PARIS}"
+    (page,) = opened.tool_calls
+    assert (page.name, json.loads(page.arguments)) == ("open_page", {"url": PARIS})
+    assert read.content == "(What this call read was not kept.)"
