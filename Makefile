@@ -43,7 +43,7 @@ NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 LLAMAINDEX := tests/clients/llamaindex
 LLAMAINDEX_STAMP := $(LLAMAINDEX)/.venv/.installed
 
-.PHONY: help serve unit lint e2e e2e-all test install templates node-clients llamaindex browser nginx llama-server bench clean
+.PHONY: help serve unit native lint e2e e2e-all test install templates node-clients llamaindex browser nginx llama-server bench clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
@@ -154,8 +154,12 @@ templates: $(TEMPLATES) ## the chat templates of real models the tests render (d
 serve: $(STAMP) ## serve the bundled model on 127.0.0.1:8080
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
-unit: $(STAMP) templates ## tests/unit: no server process, no network, no browser (about a minute of CPU)
+# tests/unit needs neither llama-cpp-python nor the templates: a clone runs it on the lint install.
+unit: $(LINT_STAMP) ## tests/unit: no llama.cpp, no server process, no network (seconds, no C++ build)
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+
+native: $(STAMP) templates ## tests/native: the engine's parts on llama.cpp and the real chat templates
+	$(BIN)/python -m pytest -q tests/native $(PYTEST_ARGS)
 
 lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff check respond tests bench tools

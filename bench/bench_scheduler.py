@@ -3,7 +3,8 @@
 Both serve the bundled SmolLM2 with the same threads, slots and context per slot. For each
 server, interleaved round by round: the time to first token of a short request alone, then of
 three short requests sent 0.5 s after a long prompt (several thousand tokens, every round a
-different one so no cache holds it) while that prompt is still being read. Streams Chat
+different one so no cache holds it) while that prompt is still being read, and the time the
+long prompt took. Streams Chat
 Completions at temperature 0. Printed: the TTFTs (median), the slowdown beside the long prompt
 (TTFT beside it / TTFT alone) of each server, and respond's TTFT beside it over llama-server's.
 
@@ -74,9 +75,17 @@ def long_prompt(words: int, round_: int) -> str:
     return f"Round {round_}. " + " ".join(f"w{round_}x{n}" for n in range(words)) + " Summarize."
 
 
-def beside_long(url: str, words: int, round_: int) -> list[float]:
-    """TTFTs of three short requests sent while a long prompt is being read."""
-    reader = threading.Thread(target=read_through, args=(url, long_prompt(words, round_)))
+def beside_long(url: str, words: int, round_: int) -> tuple[list[float], float]:
+    """TTFTs of three short requests sent while a long prompt is being read, and the seconds
+    the long prompt took (what reading it in smaller steps costs it)."""
+    took: list[float] = []
+
+    def read_long() -> None:
+        started = time.perf_counter()
+        read_through(url, long_prompt(words, round_))
+        took.append(time.perf_counter() - started)
+
+    reader = threading.Thread(target=read_long)
     reader.start()
     time.sleep(0.5)  # the long prompt is in its first chunks now
     found: list[float] = []
@@ -89,7 +98,7 @@ def beside_long(url: str, words: int, round_: int) -> list[float]:
     for short in shorts:
         short.join()
     reader.join()
-    return found
+    return found, took[0]
 
 
 def start_llama_server(binary: Path, threads: int, tmp: Path) -> Server:
@@ -128,13 +137,16 @@ def main() -> None:
     servers = {"respond": respond.url, "llama-server": llama.url}
     alone: dict[str, list[float]] = {name: [] for name in servers}
     beside: dict[str, list[float]] = {name: [] for name in servers}
+    long: dict[str, list[float]] = {name: [] for name in servers}
     try:
         for url in servers.values():
             ttft(url, "Warm up.", 2)
         for round_ in range(args.rounds):
             for name, url in servers.items():
                 alone[name].append(ttft(url, f"Say hi {round_}.", 4))
-                beside[name] += beside_long(url, args.long_words, round_ * 10 + len(name))
+                shorts, seconds = beside_long(url, args.long_words, round_ * 10 + len(name))
+                beside[name] += shorts
+                long[name].append(seconds)
     finally:
         respond.stop()
         llama.stop()
@@ -148,7 +160,8 @@ def main() -> None:
         table[name] = b
         print(
             f"{name:<13} short TTFT alone {a * 1000:7.0f} ms, beside the long prompt "
-            f"{b * 1000:7.0f} ms (median of {len(beside[name])}): {b / a:.1f}x slower"
+            f"{b * 1000:7.0f} ms (median of {len(beside[name])}): {b / a:.1f}x slower; "
+            f"the long prompt {statistics.median(long[name]):.1f} s"
         )
     ratio = table["respond"] / table["llama-server"]
     print(f"ratio respond/llama-server, short TTFT beside the long prompt: {ratio:.2f}x")

@@ -29,7 +29,7 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
 signal.signal(signal.SIGTERM, _terminated)
 
 # Each suite is a folder; `pytest -m unit` runs the fast one alone.
-_SUITES = ("unit", "e2e", "clients")
+_SUITES = ("unit", "native", "e2e", "clients")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,8 +16,7 @@ from fastapi.responses import JSONResponse
 from respond._banner import WEB_SEARCH_OFF
 from respond._config import WebSearchSettings
 from respond.api._common import tenant_of
-from respond.engines._base import Engine, not_ready
-from respond.engines.llamacpp import OnDemandEngine
+from respond.engines._base import Engine, OnDemand, not_ready
 from respond.files import Embedder
 from respond.protocol.errors import APIError, error_body
 from respond.responses.run import Responses
@@ -160,7 +159,7 @@ async def unload_model(request: Request) -> dict[str, Any]:
     return {"success": True, "model": engine.info.id, "state": engine.state}
 
 
-async def _on_demand(request: Request) -> OnDemandEngine:
+async def _on_demand(request: Request) -> OnDemand:
     tenant_of(request)
     try:
         body = await request.json()
@@ -173,7 +172,7 @@ async def _on_demand(request: Request) -> OnDemandEngine:
     engine: Engine | None = service.engines.get(name)
     if engine is None:
         raise APIError(404, f"The model '{name}' does not exist.", param="model")
-    if not isinstance(engine, OnDemandEngine):
+    if not isinstance(engine, OnDemand):
         raise APIError(
             400,
             f"The model '{name}' is always loaded (only --models-dir models load on demand).",

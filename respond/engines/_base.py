@@ -19,7 +19,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "ChatMessage",
@@ -452,6 +452,23 @@ class Engine(ABC):
 
     async def aclose(self) -> None:
         return None
+
+
+@runtime_checkable
+class OnDemand(Protocol):
+    """An engine loaded when first asked and unloaded when idle (a model of --models-dir),
+    which the admin routes load and unload by hand. Not part of the public seam: only the
+    embedded engine's folder of models is one."""
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+    @property
+    def state(self) -> str: ...  # unloaded, loading, loaded
+
+    async def load_now(self) -> object: ...
+
+    async def unload(self, why: str) -> bool: ...
 
 
 def not_ready(engine: Engine) -> EngineError:

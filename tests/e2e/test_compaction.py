@@ -1,16 +1,16 @@
 """Compaction inside a run (`context_management`) on the real server and the bundled model.
 
-Every test runs twice: against a server on its SQLite file and one on PostgreSQL. The
-bundled model writes poor summaries; the tests check the mechanics: the item the openai SDK
-parses with its own types, what it carries (the tests know the server's --secret-key, so
-they can open it), usage counting both turns, and the next turn starting from the item.
+On SQLite (the store contract, tests/unit/test_store.py, holds PostgreSQL to the same
+behaviour). The bundled model writes poor summaries; the tests check the mechanics: the
+item the openai SDK parses with its own types, what it carries (the tests know the server's
+--secret-key, so they can open it), usage counting both turns, and the next turn starting
+from the item.
 Token counts come from POST /v1/responses/input_tokens, the model's own tokenizer and
 template: the run's usage must be exactly what the contexts it read cost.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ from respond.responses.compacting import SUMMARY_REQUEST
 from respond.responses.sealing import Sealer, load_key
 from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
-from tests.support.stores import drop_schema, new_schema_url
 from tests.support.ws import socket, turn
 
 MODEL = "smollm2-135m"
@@ -59,22 +58,12 @@ HISTORY: list[Any] = [
 ]
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    tmp = Path(tmp_path_factory.mktemp(f"compaction-{request.param}"))
-    args = ["--threads", "2", "--secret-key", SECRET]
-    if request.param == "sqlite":
-        srv = start_server(tmp, *args)
-        yield srv
-        srv.stop()
-        return
-    url, schema = new_schema_url()
-    srv = start_server(tmp, *args, "--store", url)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = Path(tmp_path_factory.mktemp("compaction"))
+    srv = start_server(tmp, "--threads", "2", "--secret-key", SECRET)
     yield srv
     srv.stop()
-    asyncio.run(drop_schema(schema))
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ grouped by the class of their format's stream parser ("fallback" where the forma
 unknown), whether the format has reasoning markup of its own, whether the generation
 prompt opens a reasoning block, and the kind of their Stop (below; none for most), and the
 subset is the first template of each group in STEMS' order (the bundled model first).
-Adding a template or a format adds a group where it brings a new one; tests/unit/
+Adding a template or a format adds a group where it brings a new one; tests/native/
 test_template_subset.py holds the rule to it, and `test_the_subset_is_one_template_per_group`
 names each template served here and its group.
 """

@@ -1,14 +1,14 @@
-"""The Files API and vector stores through the official SDK, on SQLite and on PostgreSQL.
+"""The Files API and vector stores through the official SDK.
 
-Every test runs against a real server on its SQLite file and one on a PostgreSQL schema
-of its own: upload, list with pagination, content, delete; vector stores, indexing in the
-background, lexical search with attribute filters, batches; and bad input answered with
-the error envelope naming `param`.
+On SQLite (the store contract, tests/unit/test_store.py, holds PostgreSQL to the same
+behaviour; tests/e2e/test_store_load.py uploads into vector stores on both): upload, list
+with pagination, content, delete; vector stores, indexing in the background, lexical search
+with attribute filters, batches; and bad input answered with the error envelope naming
+`param`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,27 +20,16 @@ import pytest
 from tests.support.clients import openai_client
 from tests.support.pdfs import pdf
 from tests.support.server import Server, start_server
-from tests.support.stores import drop_schema, new_schema_url
 
 MAX_FILE_MB = 1
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    tmp = Path(tmp_path_factory.mktemp(f"files-{request.param}"))
-    args = ["--threads", "1", "--max-file-mb", str(MAX_FILE_MB)]
-    if request.param == "sqlite":
-        srv = start_server(tmp, *args)
-        yield srv
-        srv.stop()
-        return
-    url, schema = new_schema_url()
-    srv = start_server(tmp, *args, "--store", url)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = Path(tmp_path_factory.mktemp("files"))
+    srv = start_server(tmp, "--threads", "1", "--max-file-mb", str(MAX_FILE_MB))
     yield srv
     srv.stop()
-    asyncio.run(drop_schema(schema))
 
 
 @pytest.fixture

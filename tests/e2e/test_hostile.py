@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -25,7 +24,7 @@ import pytest
 from tests.support import ws
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
-from tests.support.stores import drop_schema, new_schema_url
+from tests.support.stores import served_on
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "hostile_corpus.json").read_text())["cases"]
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -266,11 +265,8 @@ def test_stored_before_the_terminal_event(server: Server) -> None:
 
 @pytest.fixture(scope="module")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    url, schema = new_schema_url()
-    server = start_server(Path(tmp_path_factory.mktemp("pg")), "--threads", "1", "--store", url)
-    yield server
-    server.stop()
-    asyncio.run(drop_schema(schema))
+    with served_on("postgres", Path(tmp_path_factory.mktemp("pg")), "--threads", "1") as server:
+        yield server
 
 
 @pytest.mark.pg

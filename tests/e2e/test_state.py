@@ -1,6 +1,7 @@
 """Stored responses, chains, conversations and compaction through the official SDK.
 
-Every test runs twice: against a server on its SQLite file and one on PostgreSQL.
+On SQLite: the store contract (tests/unit/test_store.py) holds PostgreSQL to the same
+behaviour, and tests/e2e/test_store_load.py runs the server on both.
 Context composition is checked with POST /v1/responses/input_tokens, which counts with
 the model's own tokenizer and chat template: a chained request must cost exactly what
 the same items sent explicitly cost.
@@ -20,28 +21,15 @@ from openai.types.responses import EasyInputMessageParam
 from tests.support.clients import openai_client
 from tests.support.schema import validate, validate_event, validate_response
 from tests.support.server import Server, start_server
-from tests.support.stores import drop_schema, new_schema_url
 
 MODEL = "smollm2-135m"
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    tmp = Path(tmp_path_factory.mktemp(f"state-{request.param}"))
-    if request.param == "sqlite":
-        srv = start_server(tmp, "--threads", "2")
-        yield srv
-        srv.stop()
-        return
-    import asyncio
-
-    url, schema = new_schema_url()
-    srv = start_server(tmp, "--threads", "2", "--store", url)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(Path(tmp_path_factory.mktemp("state")), "--threads", "2")
     yield srv
     srv.stop()
-    asyncio.run(drop_schema(schema))
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.server import Server, start_server
-from tests.support.stores import drop_schema, new_schema_url
+from tests.support.server import Server
+from tests.support.stores import STORES, served_on
 
 LOAD_SECONDS = 20
 CLIENTS = 8
@@ -33,22 +33,13 @@ TERMINAL = ("response.completed", "response.incomplete", "response.failed", "res
 DONE = ("completed", "incomplete", "failed", "cancelled")
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
+@pytest.fixture(scope="module", params=STORES)
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
     tmp = Path(tmp_path_factory.mktemp(f"load-{request.param}"))
-    args = ["--threads", "2", "--background-max", "4"]
-    if request.param == "sqlite":
-        srv = start_server(tmp, *args)
+    with served_on(request.param, tmp, "--threads", "2", "--background-max", "4") as srv:
         yield srv
-        srv.stop()
-        return
-    url, schema = new_schema_url()
-    srv = start_server(tmp, *args, "--store", url)
-    yield srv
-    srv.stop()
-    asyncio.run(drop_schema(schema))
 
 
 @dataclass

@@ -410,7 +410,7 @@ BOUNDED = {
 def test_non_strict_tool_follows_numeric_bounds(server: Server) -> None:
     """The whole strict-mode subset, numeric bounds included, is enforced, strict or not
     (the AI SDK sends tools without strict; strict ones get the same grammar, see
-    tests/unit/test_decoding_plan.py)."""
+    tests/native/test_decoding_plan.py)."""
     tool = {"type": "function", "name": "forecast", "strict": False, "parameters": BOUNDED}
     reply = post(
         server,

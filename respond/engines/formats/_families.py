@@ -1,7 +1,7 @@
 # ruff: noqa: RUF001 (the DeepSeek markers are full-width bars, as the models write them)
 """Every family respond knows, as data: the literal markup each one's template writes.
 
-Each entry was read off its template by rendering a probe call (tests/unit/test_formats.py
+Each entry was read off its template by rendering a probe call (tests/native/test_formats.py
 renders the real templates again and checks every entry against them). Order matters only
 for detection by markers, when a template cannot be rendered: the more specific first.
 """

@@ -2,11 +2,12 @@
 
 One decode thread loops: it gives waiting jobs the free slots (arrival order), then builds
 one batch from every busy slot (a decoding slot's one token first, then prompt chunks up
-to `n_batch` tokens in all, the prompt with the fewest tokens left to read first, so a long
+to the step's room in all, the prompt with the fewest tokens left to read first, so a long
 prompt is read over several steps while the other streams go on and a short prompt that
 arrives meanwhile is read at the next step), decodes it, and samples each slot whose feed
 is complete. A job that arrives joins at the next step; one that ends frees its slot without
-stalling the rest.
+stalling the rest. The room is what the hardware reads in a fraction of a second (_pace.py,
+at most `n_batch`), so the step a request arrives during ends soon.
 
 A job goes to the free slot whose last prompt its own prompt continues (the next turn of
 that conversation, or the same prompt again), the longest such; else to a slot never used,
@@ -45,6 +46,7 @@ from respond.engines.llamacpp._cache import PromptCache
 from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
+from respond.engines.llamacpp._pace import Pace
 from respond.engines.llamacpp._respell import TokenText, respell
 from respond.engines.llamacpp._slot import Slot, common_prefix
 
@@ -73,6 +75,8 @@ class Scheduler:
         self._wake = threading.Condition()
         self._batch: Any = llama_cpp.llama_batch_init(model.n_batch, 0, 1)
         self._in_batch: list[Slot] = []  # the slots in the batch being decoded
+        self._pace = Pace(model.n_batch)  # tokens a step may carry (_pace.py)
+        self._room = 0  # the room of the batch being decoded
         self._job_seconds = 1.0  # a running average, for Retry-After
         self._text = TokenText(model.vocab)
         self._stopping = False
@@ -318,14 +322,21 @@ class Scheduler:
                 self._advance(slot, lambda job=job, index=index: job.step(index))
 
     def _fill(self) -> list[tuple[Slot, int]]:
-        outputs, self._in_batch = fill_batch(self._batch, self.slots, self.model.n_batch)
+        # Every stream's next token fits, however small the pace makes the room.
+        streams = sum(1 for s in self.slots if s.job is not None and len(s.pending) == 1)
+        self._room = min(self.model.n_batch, max(self._pace.room(), streams))
+        outputs, self._in_batch = fill_batch(self._batch, self.slots, self._room)
         return outputs
 
     def _decode(self) -> bool:
-        if self._batch.n_tokens == 0:
+        tokens = self._batch.n_tokens
+        if tokens == 0:
             return False
+        started = time.perf_counter()
         status = self.model.decode(self._batch)
         if status == 0:
+            seconds = time.perf_counter() - started
+            self._pace.took(tokens, seconds, full=tokens >= self._room)
             for slot in self.slots:  # llama.cpp did every pending copy before the batch
                 slot.copying = False
             return True

@@ -88,7 +88,7 @@ def render(path: Path, messages: list[ChatMessage], tools: bool = False) -> str:
     """The prompt as the engine makes it: with the tools where the template shows them,
     else with respond's Hermes fallback (tools described in the system prompt, calls and
     results as Hermes text), as for a template whose format is unknown (the prompt of a
-    known format is tests/unit/test_tools_prompt.py's)."""
+    known format is tests/native/test_tools_prompt.py's)."""
     chat = template(path)
     if not tools:
         return chat.render(message_dicts(messages))

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar, unsupported_keyword
+from tests.native.test_grammar import vocab
 from tests.support.gbnf import compiles
-from tests.unit.test_grammar import vocab
 
 __all__ = ["vocab"]  # the fixture, shared with test_grammar
 
