@@ -7,9 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from respond._config import WebSearchSettings
 from respond.engines._base import Engine
 
-__all__ = ["base_url", "ready_banner", "redact_url", "store_label"]
+__all__ = [
+    "WEB_SEARCH_OFF",
+    "base_url",
+    "ready_banner",
+    "redact_url",
+    "store_label",
+    "web_search_label",
+]
 
 _SECRET_PARAMS = {"password", "sslpassword", "passfile", "sslkey"}
 
@@ -77,6 +85,21 @@ def _model_line(name: str, engine: Engine) -> str:
     return f"{name} ({', '.join(facts)}){state}"
 
 
+# What /v1/models and the banner say of web_search without a provider.
+WEB_SEARCH_OFF = (
+    "off: no search provider, web_search tools are left out (--web-search, or a "
+    "[web_search] table in the config file)"
+)
+
+
+def web_search_label(search: WebSearchSettings | None) -> str:
+    """The web_search line of the banner: its provider, or that it is not run."""
+    if search is None:
+        return WEB_SEARCH_OFF
+    where = redact_url(search.url) if search.url else "its own API"
+    return f"{search.provider} at {where}"
+
+
 def ready_banner(
     engines: Mapping[str, Engine],
     *,
@@ -85,6 +108,7 @@ def ready_banner(
     store: str,
     auth: bool,
     metrics_auth: bool,
+    web_search: str = "",
 ) -> str:
     base = base_url(host, port)
     names = list(engines)
@@ -102,6 +126,7 @@ def ready_banner(
         f"  store       {store}",
         f"  auth        {auth_line}",
         f"  metrics     {base}/metrics{' (needs the key)' if metrics_auth and auth else ''}",
+        *([f"  web_search  {web_search}"] if web_search else []),
         "  try it:",
         f"    curl -s {base}/v1/responses -H 'Content-Type: application/json'{key} \\",
         f"      -d '{body}'",

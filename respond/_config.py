@@ -28,6 +28,7 @@ __all__ = [
     "Settings",
     "Timeouts",
     "UpstreamModel",
+    "WebSearchSettings",
     "default_data_dir",
 ]
 
@@ -150,6 +151,13 @@ class Settings:
     code_interpreter_memory_mb: int = 1024  # per call (cgroup), else per process (RLIMIT_AS)
     code_interpreter_disk_mb: int = 256  # /mnt/data and /tmp of a call together
     code_interpreter_processes: int = 32  # RLIMIT_NPROC of the call's user
+    # The web_search tool (docs/tools.md#web-search): None runs none. The config file's
+    # [web_search] table sets these too; a flag or its environment variable beats it.
+    web_search: Literal["searxng", "brave", "tavily"] | None = None  # the search provider
+    web_search_url: str | None = None  # SearXNG's base URL; another endpoint for brave/tavily
+    web_search_key: str | None = None  # brave's or tavily's API key
+    web_search_timeout: float | None = None  # seconds per search or page; None: 15
+    web_search_allow_private: bool = False  # open_page may fetch loopback and private hosts
     # The --config file as read once (set by the command line; None: read config_path).
     config_file: ConfigFile | None = None
 
@@ -202,6 +210,17 @@ class McpSettings:
     allow: tuple[str, ...] = ()  # URL or host patterns (hosted/egress.py)
     allow_loopback: bool = False  # loopback URLs in requests (configured servers need not)
     timeout: float = DEFAULTS.mcp_timeout
+
+
+@dataclass(frozen=True)
+class WebSearchSettings:
+    """The web_search tool's provider (responses/hosted/_search.py) and page fetching."""
+
+    provider: Literal["searxng", "brave", "tavily"]
+    url: str | None = None  # SearXNG's base URL; for brave and tavily, None: their own API
+    api_key: str | None = None
+    timeout: float = 15.0  # seconds per search, and per page opened
+    allow_private: bool = False  # pages on loopback, private and link-local addresses
 
 
 # ---------------------------------------------------------------- what a --config file says
@@ -270,3 +289,4 @@ class ConfigFile:
     mcp_allow: tuple[str, ...] = ()
     mcp_timeout: float | None = None  # None: --mcp-timeout's
     embeddings: EmbeddingsUpstream | None = None
+    web_search: Mapping[str, Any] = field(default_factory=dict)  # the [web_search] table

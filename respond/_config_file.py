@@ -14,6 +14,9 @@ the models then come from the command line.
 
 An `[embeddings]` table points the embedding model at an upstream's `/embeddings`
 (docs/files.md); it too may be a file's only table.
+
+A `[web_search]` table chooses the web_search tool's provider (`provider`, `url`, `api_key`
+or `api_key_env`, `timeout`, `allow_private`); the --web-search flags beat its keys.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from respond._config import (
     Settings,
     Timeouts,
     UpstreamModel,
+    WebSearchSettings,
 )
 from respond._flags import PLACEMENT_FLAGS, from_file
 from respond._hub import split_spec
@@ -54,6 +58,7 @@ __all__ = [
     "load_mcp_config",
     "mcp_settings",
     "read_config",
+    "web_search_settings",
 ]
 
 
@@ -61,7 +66,7 @@ class ConfigError(ValueError):
     """The config file is wrong; the message names the file and the key."""
 
 
-_TABLES = ("serve", "models", "mcp", "embeddings")
+_TABLES = ("serve", "models", "mcp", "embeddings", "web_search")
 PLACEMENT_KEYS = {flag.key for flag in PLACEMENT_FLAGS}
 _EMBEDDED_KEYS = {
     "gguf",
@@ -94,6 +99,8 @@ _UPSTREAM_KEYS = {
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
 _EMBEDDINGS_KEYS = {"upstream", "model", "name", "api_key", "api_key_env", "timeout", "max_chars"}
 _MCP_KEYS = {"servers", "allow", "timeout"}
+_WEB_SEARCH_KEYS = {"provider", "url", "api_key", "api_key_env", "timeout", "allow_private"}
+PROVIDERS = ("searxng", "brave", "tavily")
 _MCP_SERVER_KEYS = {"url", "headers", "require_approval", "description"}
 
 
@@ -115,6 +122,7 @@ def read_config(path: Path) -> ConfigFile:
         mcp_allow=allow,
         mcp_timeout=timeout,
         embeddings=None if embeddings is None else reader.embeddings(embeddings),
+        web_search=reader.web_search(data.get("web_search", {})),
     )
 
 
@@ -142,6 +150,43 @@ def mcp_settings(
         timeout=timeout if config.mcp_timeout is None else config.mcp_timeout,
         allow_loopback=allow_loopback,
     )
+
+
+def web_search_settings(config: ConfigFile | None, settings: Settings) -> WebSearchSettings | None:
+    """The web_search provider: the --web-search flags over the [web_search] table; None
+    when neither names a provider. A provider without what it needs stops the start."""
+    table = {} if config is None else dict(config.web_search)
+    given = {
+        "provider": settings.web_search,
+        "url": settings.web_search_url,
+        "api_key": settings.web_search_key,
+        "timeout": settings.web_search_timeout,
+    }
+    table.update({key: value for key, value in given.items() if value is not None})
+    if settings.web_search_allow_private:
+        table["allow_private"] = True
+    provider = table.pop("provider", None)
+    if provider is None:
+        if table:
+            raise ConfigError(
+                "web_search: the search provider is not named: set --web-search (or provider "
+                "in [web_search]) to searxng, brave or tavily"
+            )
+        return None
+    if provider == "searxng" and not table.get("url"):
+        raise ConfigError(
+            "web_search: searxng needs the instance's base URL: --web-search-url (or url in "
+            "[web_search]), e.g. http://localhost:8888"
+        )
+    if provider != "searxng" and not table.get("api_key"):
+        raise ConfigError(
+            f"web_search: {provider} needs an API key: --web-search-key (or "
+            "RESPOND_WEB_SEARCH_KEY, or api_key / api_key_env in [web_search])"
+        )
+    url = table.get("url")
+    if url is not None and not str(url).startswith(("http://", "https://")):
+        raise ConfigError(f"web_search: the URL must be http(s): {url!r}")
+    return WebSearchSettings(provider=provider, **table)
 
 
 def load_config(path: Path) -> list[ModelEntry]:
@@ -182,7 +227,8 @@ class _Reader:
         if unknown:
             raise self.fail(
                 sorted(unknown)[0],
-                "unknown key (expected [serve], [models.NAME], [mcp] and [embeddings] tables)",
+                "unknown key (expected [serve], [models.NAME], [mcp], [embeddings] and "
+                "[web_search] tables)",
             )
         if "models" not in data and any(table in data for table in _TABLES):
             return []
@@ -351,6 +397,42 @@ class _Reader:
             timeout=float(timeout),
             max_chars=self.optional_int("embeddings.max_chars", table.get("max_chars")),
         )
+
+    # ------------------------------------------------------------ web_search
+
+    def web_search(self, table: Any) -> dict[str, Any]:
+        """The [web_search] table's keys, checked (web_search_settings merges the flags)."""
+        if not isinstance(table, dict):
+            raise self.fail("web_search", "must be a table")
+        self.known("web_search", table, _WEB_SEARCH_KEYS)
+        found: dict[str, Any] = {}
+        if "provider" in table:
+            provider = table["provider"]
+            if provider not in PROVIDERS:
+                raise self.fail(
+                    "web_search.provider", f"must be one of {', '.join(PROVIDERS)}: {provider!r}"
+                )
+            found["provider"] = provider
+        if "url" in table:
+            url = self.string("web_search.url", table["url"])
+            if not url.startswith(("http://", "https://")):
+                raise self.fail("web_search.url", f"must be an http(s) URL: {url!r}")
+            found["url"] = url
+        key = self.api_key("web_search", table)
+        if key is not None:
+            found["api_key"] = key
+        if "timeout" in table:
+            value = table["timeout"]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise self.fail(
+                    "web_search.timeout", f"must be a positive number of seconds: {value!r}"
+                )
+            found["timeout"] = float(value)
+        if "allow_private" in table:
+            found["allow_private"] = self.boolean(
+                "web_search.allow_private", table["allow_private"]
+            )
+        return found
 
     # ------------------------------------------------------------ mcp
 

@@ -641,6 +641,49 @@ FLAGS: tuple[Flag, ...] = (
         "S",
     ),
     Flag(
+        "web_search",
+        ("--web-search",),
+        "run the web_search tool through this search provider: searxng (a SearXNG instance's "
+        "JSON API, at --web-search-url), brave or tavily (with --web-search-key)",
+        metavar="PROVIDER",
+        choices=("searxng", "brave", "tavily"),
+        readme="run the `web_search` tool through a search provider: `searxng`, `brave` or "
+        "`tavily`; also the config file's `[web_search]` table "
+        "([docs/tools.md](docs/tools.md#web-search))",
+        in_file=False,
+    ),
+    Flag(
+        "web_search_url",
+        ("--web-search-url",),
+        "the SearXNG instance's base URL; for brave or tavily, another endpoint than theirs",
+        metavar="URL",
+        in_file=False,
+    ),
+    Flag(
+        "web_search_key",
+        ("--web-search-key",),
+        "the brave or tavily API key",
+        metavar="KEY",
+        in_file=False,
+    ),
+    Flag(
+        "web_search_timeout",
+        ("--web-search-timeout",),
+        "seconds for one search, or one page opened",
+        number,
+        "S",
+        shown="`15`",
+        in_file=False,
+    ),
+    Flag(
+        "web_search_allow_private",
+        ("--web-search-allow-private",),
+        "let web_search open pages on loopback, private and link-local addresses (off: only "
+        "public hosts)",
+        kind="switch",
+        in_file=False,
+    ),
+    Flag(
         "code_interpreter",
         ("--code-interpreter",),
         "run the code_interpreter tool (Python in a sandbox) and serve /v1/containers",

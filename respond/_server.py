@@ -23,8 +23,14 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from respond._config import Settings
-from respond._config_file import ConfigError, ConfigFile, config_of, mcp_settings
+from respond._config import Settings, WebSearchSettings
+from respond._config_file import (
+    ConfigError,
+    ConfigFile,
+    config_of,
+    mcp_settings,
+    web_search_settings,
+)
 from respond._drain import Drain, DrainingServer
 from respond.engines._base import Engine
 
@@ -47,6 +53,7 @@ class _Announcer:
     engines: Mapping[str, Engine]
     auth: bool
     banner: bool
+    web_search: WebSearchSettings | None = None
     uvicorn: uvicorn.Server | None = None
     failure: str | None = None  # why a model could not load: the server stops, non-zero
 
@@ -62,7 +69,8 @@ class _Announcer:
         while self.uvicorn is None or not self.uvicorn.started:
             await asyncio.sleep(0.05)
         if self.banner:
-            _announce(self.settings, self.engines, self.uvicorn.config.port, auth=self.auth)
+            port = self.uvicorn.config.port
+            _announce(self.settings, self.engines, port, auth=self.auth, search=self.web_search)
 
 
 @dataclass
@@ -123,6 +131,7 @@ def build_server(
 
     try:
         config = config_of(settings)
+        web_search = web_search_settings(config, settings)
     except ConfigError as exc:
         raise SystemExit(f"respond: {exc}") from exc
     settings = replace(settings, config_file=config)  # read once: the engines take it from here
@@ -145,7 +154,9 @@ def build_server(
         keys = KeyRing.from_lines(settings.key_lines())
     except OSError as exc:
         raise SystemExit(f"respond: cannot read --api-key-file: {exc}") from exc
-    announcer = _Announcer(settings, served, auth=keys.enabled, banner=banner)
+    announcer = _Announcer(
+        settings, served, auth=keys.enabled, banner=banner, web_search=web_search
+    )
     app = create_app(
         served,
         keys=keys,
@@ -173,6 +184,7 @@ def build_server(
         images=ImagePolicy(
             allow=tuple(settings.image_allow), allow_private=settings.image_allow_private
         ),
+        web_search=web_search,
     )
     return Server(settings, served, app, announcer)
 
@@ -291,8 +303,15 @@ def _embeddings_upstream(settings: Settings, config: ConfigFile | None) -> Embed
         raise SystemExit(f"respond: [embeddings]: {exc}") from exc
 
 
-def _announce(settings: Settings, engines: Mapping[str, Engine], port: int, *, auth: bool) -> None:
-    from respond._banner import base_url, ready_banner, store_label
+def _announce(
+    settings: Settings,
+    engines: Mapping[str, Engine],
+    port: int,
+    *,
+    auth: bool,
+    search: WebSearchSettings | None,
+) -> None:
+    from respond._banner import base_url, ready_banner, store_label, web_search_label
 
     store = store_label(settings.store_url, settings.data_dir)
     if settings.log_format == "json":
@@ -304,6 +323,7 @@ def _announce(settings: Settings, engines: Mapping[str, Engine], port: int, *, a
                     "models": list(engines),
                     "store": store,
                     "auth": auth,
+                    "web_search": web_search_label(search),
                 }
             },
         )
@@ -315,5 +335,6 @@ def _announce(settings: Settings, engines: Mapping[str, Engine], port: int, *, a
         store=store,
         auth=auth,
         metrics_auth=settings.metrics_auth,
+        web_search=web_search_label(search),
     )
     print(banner, file=sys.stderr, flush=True)

@@ -16,7 +16,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from respond._access import AccessLog
-from respond._config import DEFAULTS, McpSettings
+from respond._config import DEFAULTS, McpSettings, WebSearchSettings
 from respond._drain import Drain, DrainGate
 from respond._ids import new_id
 from respond._version import __version__
@@ -44,7 +44,7 @@ from respond.protocol.events import ReasoningEvents
 from respond.protocol.limits import Limits
 from respond.responses.background import STALE_SECONDS, Runs
 from respond.responses.history import History
-from respond.responses.hosted import families
+from respond.responses.hosted import WebSearch, families
 from respond.responses.images import ImagePolicy, ImageSources
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
@@ -81,12 +81,14 @@ def create_app(
     drain: Drain | None = None,
     sandbox: Sandbox | None = None,
     images: ImagePolicy | None = None,
+    web_search: WebSearchSettings | None = None,
 ) -> FastAPI:
     """The ASGI app. `on_ready` is awaited once every engine has loaded (the start-up banner).
 
     Each setting left out is `respond serve`'s default (the `Settings` field's); `limits`,
     `mcp` and `drain` default to theirs too (`build_server` passes every one of them).
-    `sandbox` (--code-interpreter) runs the code_interpreter tool; None: it is not run."""
+    `sandbox` (--code-interpreter) runs the code_interpreter tool, `web_search` (its
+    provider) the web_search tool; None: they are not run."""
     meters = Metrics(engines)
     if store is not None:
         store.observer = meters.observe_store
@@ -109,7 +111,9 @@ def create_app(
         temperature=temperature,
         limits=limits or DEFAULTS.limits,
         metrics=meters,
-        hosted=families(mcp, file_service, code),
+        hosted=families(
+            mcp, file_service, code, None if web_search is None else WebSearch.of(web_search)
+        ),
         reasoning_events=reasoning_events,
         images=ImageSources(file_service.files if file_service else None, images),
     )
@@ -175,6 +179,7 @@ def create_app(
     app.state.files = file_service
     app.state.containers = code
     app.state.embedder = embedder
+    app.state.web_search = web_search
     app.state.max_body_bytes = max_body_mb * 1024 * 1024
     app.state.started_at = int(time.time())
     app.state.metrics = meters

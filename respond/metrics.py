@@ -44,7 +44,7 @@ OUTPUT_DELTAS = (TextDelta, ReasoningDelta, ToolCallStart, ToolCallArgumentsDelt
 CLIENT_TOOL_CALLS = (
     "function_call",
     "custom_tool_call",
-    "shell_call",
+    "shell_call",  # a client's (no environment); a hosted shell's are not counted
     "local_shell_call",
     "apply_patch_call",
     "computer_call",
@@ -192,7 +192,10 @@ class RunClock:
                 m.cache_reuse.labels(model).observe(cached / usage.input_tokens)
         for item in response.output:
             kind = getattr(item, "type", None)
-            if kind in CLIENT_TOOL_CALLS and getattr(item, "execution", "client") == "client":
+            # A tool_search or shell respond ran (execution "server", a container
+            # environment) was not handed to the client.
+            ran = getattr(item, "execution", "client") != "client"
+            if kind in CLIENT_TOOL_CALLS and not ran and getattr(item, "environment", None) is None:
                 m.tool_calls.labels(kind, "returned").inc()
 
 

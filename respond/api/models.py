@@ -13,6 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from respond._banner import WEB_SEARCH_OFF
+from respond._config import WebSearchSettings
 from respond.api._common import tenant_of
 from respond.engines._base import Engine, OnDemand, not_ready
 from respond.files import Embedder
@@ -30,6 +32,7 @@ async def list_models(request: Request) -> dict[str, Any]:
     created = request.app.state.started_at
     data = []
     models = []
+    search = _web_search(request.app.state.web_search)
     for engine in service.engines.values():
         info = engine.info
         data.append(
@@ -46,11 +49,16 @@ async def list_models(request: Request) -> dict[str, Any]:
                     **({"chat_format": info.chat_format} if info.chat_format else {}),
                     **({"placement": dict(info.placement)} if info.placement else {}),
                     **({"state": info.state} if info.state else {}),
+                    "web_search": search,
                 },
             }
         )
         # llama-server's list: "multimodal" for a model with a projector.
-        capabilities = ["completion", *(["multimodal"] if info.vision else [])]
+        capabilities = [
+            "completion",
+            *(["multimodal"] if info.vision else []),
+            *(["web_search"] if search["run"] else []),
+        ]
         models.append(
             {"name": info.id, "model": info.id, "type": "model", "capabilities": capabilities}
         )
@@ -66,6 +74,13 @@ async def list_models(request: Request) -> dict[str, Any]:
             }
         )
     return {"object": "list", "data": data, "models": models}
+
+
+def _web_search(settings: WebSearchSettings | None) -> dict[str, Any]:
+    """Whether requests' web_search tools are run, and by which provider; or why not."""
+    if settings is None:
+        return {"run": False, "why": WEB_SEARCH_OFF}
+    return {"run": True, "provider": settings.provider}
 
 
 def _embedding_entry(embedder: Embedder, created: int) -> dict[str, Any]:

@@ -43,6 +43,9 @@ __all__ = [
     "CodeInterpreterCallInterpreting",
     "FileSearchCallInProgress",
     "FileSearchCallSearching",
+    "WebSearchCallCompleted",
+    "WebSearchCallInProgress",
+    "WebSearchCallSearching",
     "McpCallInProgress",
     "McpListToolsCompleted",
     "McpListToolsFailed",
@@ -314,6 +317,18 @@ class FileSearchCallCompleted(_ItemEvent):
     type: Literal["response.file_search_call.completed"] = "response.file_search_call.completed"
 
 
+class WebSearchCallInProgress(_ItemEvent):
+    type: Literal["response.web_search_call.in_progress"] = "response.web_search_call.in_progress"
+
+
+class WebSearchCallSearching(_ItemEvent):
+    type: Literal["response.web_search_call.searching"] = "response.web_search_call.searching"
+
+
+class WebSearchCallCompleted(_ItemEvent):
+    type: Literal["response.web_search_call.completed"] = "response.web_search_call.completed"
+
+
 class CompactionCompacting(_ItemEvent):
     """OpenAI's progress of a compaction: new summary content was sampled (it carries none)."""
 
@@ -395,6 +410,9 @@ Event = Annotated[
     | FileSearchCallInProgress
     | FileSearchCallSearching
     | FileSearchCallCompleted
+    | WebSearchCallInProgress
+    | WebSearchCallSearching
+    | WebSearchCallCompleted
     | CompactionCompacting
     | CodeInterpreterCallInProgress
     | CodeInterpreterCallCodeDelta

@@ -15,11 +15,13 @@ __all__ = [
     "ComputerCallItem",
     "ToolSearchCallItem",
     "ToolSearchOutputItem",
+    "WebSearchCallItem",
     "LocalShellAction",
     "LocalShellCallItem",
     "PatchOperation",
     "ShellAction",
     "ShellCallItem",
+    "ShellCallOutputItem",
     "CustomToolCallItem",
     "FunctionCallItem",
     "FileSearchCallItem",
@@ -199,6 +201,18 @@ class CodeInterpreterCallItem(Wire):
     )
 
 
+class WebSearchCallItem(Wire):
+    """A web search, or a page opened or searched, that respond ran for the model (OpenAI's
+    `web_search_call`). `action` is `{"type": "search", "query", "sources"}` (`sources`
+    only with `include: ["web_search_call.action.sources"]`), `{"type": "open_page", "url"}`
+    or `{"type": "find_in_page", "url", "pattern"}`."""
+
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"] = "in_progress"
+    action: dict[str, Any] = Field(default_factory=dict)
+
+
 # Calls of the tools the client runs (shell, local_shell, apply_patch): OpenAI's shapes.
 
 
@@ -213,6 +227,20 @@ class ShellCallItem(Wire):
     id: str
     call_id: str
     action: ShellAction = Field(default_factory=ShellAction)
+    status: ItemStatus = "in_progress"
+    # A shell respond runs: the container it ran in ({"type": "container_reference", ...}).
+    environment: dict[str, Any] | None = omit_none()
+
+
+class ShellCallOutputItem(Wire):
+    """What the commands of a shell call respond ran printed, and how each ended:
+    `[{"stdout", "stderr", "outcome": {"type": "exit", "exit_code"} | {"type": "timeout"}}]`."""
+
+    type: Literal["shell_call_output"] = "shell_call_output"
+    id: str
+    call_id: str
+    output: list[dict[str, Any]] = Field(default_factory=list)
+    max_output_length: int | None = omit_none()
     status: ItemStatus = "in_progress"
 
 
@@ -306,7 +334,9 @@ OutputItem = Annotated[
     | McpApprovalRequestItem
     | FileSearchCallItem
     | CodeInterpreterCallItem
+    | WebSearchCallItem
     | ShellCallItem
+    | ShellCallOutputItem
     | LocalShellCallItem
     | ApplyPatchCallItem
     | ComputerCallItem

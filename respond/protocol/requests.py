@@ -39,6 +39,7 @@ __all__ = [
     "McpCallInput",
     "FileSearchCallInput",
     "CodeInterpreterCallInput",
+    "WebSearchCallInput",
     "McpListToolsInput",
     "NamedToolChoice",
     "ReasoningInput",
@@ -212,6 +213,13 @@ class CodeInterpreterCallInput(WireIn):
     status: str | None = None
 
 
+class WebSearchCallInput(WireIn):
+    type: Literal["web_search_call"]
+    id: str = Field(min_length=1)
+    action: dict[str, Any] | None = None
+    status: str | None = None
+
+
 class ShellCallInput(WireIn):
     type: Literal["shell_call"]
     id: str | None = None
@@ -342,6 +350,7 @@ InputItem = Annotated[
     | Annotated[McpApprovalResponseInput, Tag("mcp_approval_response")]
     | Annotated[FileSearchCallInput, Tag("file_search_call")]
     | Annotated[CodeInterpreterCallInput, Tag("code_interpreter_call")]
+    | Annotated[WebSearchCallInput, Tag("web_search_call")]
     | Annotated[ShellCallInput, Tag("shell_call")]
     | Annotated[ShellCallOutputInput, Tag("shell_call_output")]
     | Annotated[LocalShellCallInput, Tag("local_shell_call")]
@@ -358,7 +367,7 @@ InputItem = Annotated[
         custom_error_message="Unknown input item type; expected one of message, function_call, "
         "function_call_output, reasoning, item_reference, compaction, mcp_list_tools, mcp_call, "
         "mcp_approval_request, mcp_approval_response, file_search_call, code_interpreter_call, "
-        "shell_call, "
+        "web_search_call, shell_call, "
         "shell_call_output, local_shell_call, local_shell_call_output, apply_patch_call, "
         "apply_patch_call_output, computer_call, computer_call_output, tool_search_call, "
         "tool_search_output",

@@ -3,7 +3,7 @@
 A discriminated union on `type`, so the run dispatches once, by class. The fields respond
 checks with its own messages (an MCP server's label and URL, a file_search's stores) are
 kept loose here and checked where the tool is resolved (responses/hosted/). Tool types
-respond does not run (web_search, image_generation, ...) parse as `OtherTool`: accepted,
+respond does not run (image_generation, ...) parse as `OtherTool`: accepted,
 logged, never shown to the model.
 """
 
@@ -21,6 +21,7 @@ __all__ = [
     "CodeInterpreterTool",
     "ComputerUsePreviewTool",
     "ToolSearchTool",
+    "WebSearchTool",
     "LocalShellTool",
     "ShellTool",
     "CustomTool",
@@ -112,6 +113,19 @@ class CodeInterpreterTool(WireIn):
     container: Any = None
 
 
+class WebSearchTool(WireIn):
+    """A web search respond runs through the operator's search provider (`web_search`, or
+    the older `web_search_preview`); responses/hosted/web_search.py checks its fields."""
+
+    type: Literal[
+        "web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"
+    ]
+    filters: Any = None  # {"allowed_domains": [...]}
+    search_context_size: Any = None  # low, medium (the default) or high
+    user_location: Any = None  # {"type": "approximate", "country", "city", ...}
+    external_web_access: Any = None  # false: search only, no page is fetched
+
+
 class ShellTool(WireIn):
     """Shell commands the client runs (OpenAI's `shell`): calls are `shell_call` items."""
 
@@ -160,7 +174,7 @@ class ToolSearchTool(WireIn):
 
 
 class OtherTool(WireIn):
-    """A tool type respond does not run (web_search, image_generation, ...)."""
+    """A tool type respond does not run (image_generation, ...)."""
 
     type: str
 
@@ -179,12 +193,18 @@ _KNOWN = {
     "computer",
     "tool_search",
 }
+# The dated spellings of web_search and web_search_preview: one tool class.
+WEB_SEARCH_TYPES = frozenset(
+    {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}
+)
 
 
 def _tool_tag(value: Any) -> str | None:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     if not isinstance(kind, str):
         return None
+    if kind in WEB_SEARCH_TYPES:
+        return "web_search"
     return kind if kind in _KNOWN else "other"
 
 
@@ -201,6 +221,7 @@ Tool = Annotated[
     | Annotated[ComputerUsePreviewTool, Tag("computer_use_preview")]
     | Annotated[ComputerTool, Tag("computer")]
     | Annotated[ToolSearchTool, Tag("tool_search")]
+    | Annotated[WebSearchTool, Tag("web_search")]
     | Annotated[OtherTool, Tag("other")],
     Discriminator(
         _tool_tag,

@@ -27,6 +27,8 @@ class CallResult:
     error: dict[str, Any] | None = None
     # file_search: the chunks found (the item's `results`, when the request includes them),
     # and the (file id, file name) of each file they came from, which the answer cites.
+    # web_search: the sources of a search (its action's, when the request includes them),
+    # and the (URL, title) of each page found or opened, which the answer cites.
     results: list[dict[str, Any]] | None = None
     found: tuple[tuple[str, str], ...] = ()
     # tool_search: the tools it loaded, as the request gave them (the tool_search_output's
@@ -35,7 +37,8 @@ class CallResult:
     shown: tuple[FunctionSpec, ...] = ()
     # code_interpreter: the call's outputs (the item's `outputs`, when the request includes
     # them), whether the sandbox stopped it (the item fails), and the (container id, file
-    # id, path) of each file it wrote, which the answer cites.
+    # id, path) of each file it wrote, which the answer cites. The hosted shell: its
+    # commands' output chunks (its shell_call_output's), and the files they wrote.
     outputs: list[dict[str, Any]] | None = None
     stopped: bool = False
     written: tuple[tuple[str, str, str], ...] = ()
@@ -59,9 +62,9 @@ class HostedTool:
     needs_approval: bool
     executor: Executor = field(compare=False, repr=False)
     # The family whose item a call becomes: the name a kind `runs` (`mcp`, `file_search`,
-    # `tool_search`, `code_interpreter`).
+    # `tool_search`, `code_interpreter`, `shell`, `web_search`).
     family: str = "mcp"
-    container_id: str | None = None  # code_interpreter: the container its calls run in
+    container_id: str | None = None  # code_interpreter, shell: the container calls run in
     # A deferred MCP server's tool no search has loaded yet: how a search lists it
     # (hosted/_mcp_deferred.py). Not shown to the model until then.
     deferred: Mapping[str, Any] | None = field(default=None, compare=False)

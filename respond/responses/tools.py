@@ -130,13 +130,13 @@ def _check_schema(engine: Engine, schema: Mapping[str, Any], param: str, what: s
 def tool_choice(
     body: CreateResponseBody,
     specs: Sequence[FunctionSpec],
-    mcp_forced: tuple[str, ...] | None = None,
+    hosted_forced: tuple[str, ...] | None = None,
 ) -> ToolChoice:
     """The tool_choice as an engine sees it; names must be functions of this request.
 
-    `mcp_forced`: the function names of the hosted tools a {"type": "mcp"},
-    {"type": "file_search"} or {"type": "code_interpreter"} choice names (resolved by
-    hosted/mcp.py, hosted/file_search.py, hosted/code_interpreter.py).
+    `hosted_forced`: the function names of the hosted tools a choice of a hosted family's
+    type names ({"type": "mcp"}, {"type": "file_search"}, {"type": "web_search"}, ...),
+    resolved by that family (hosted/).
     """
     choice = body.tool_choice
     if choice == "required" and not specs:
@@ -152,8 +152,8 @@ def tool_choice(
     known = {spec.name for spec in specs}
     # {"type": "shell"}, {"type": "apply_patch"}: a tool its kind shows, forced by its type.
     by_type = _chosen_by_type(body)
-    if kind in ("mcp", "file_search", "code_interpreter") and mcp_forced:
-        return ToolChoice(mode="required", allowed=mcp_forced)
+    if hosted_forced:
+        return ToolChoice(mode="required", allowed=hosted_forced)
     if isinstance(kind, str) and kind in by_type:
         return ToolChoice(mode="required", allowed=(by_type[kind],))
     names = Names(body.tools)

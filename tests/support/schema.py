@@ -21,6 +21,7 @@ from openai.types.responses import (
     ResponseStreamEvent,
     Tool,
     ToolChoiceMcp,
+    ToolChoiceShell,
     ToolChoiceTypes,
 )
 from openai.types.responses.response_output_text import (
@@ -81,11 +82,11 @@ def validate(instance: Any, schema_name: str) -> None:
         raise AssertionError(f"{schema_name} does not validate: {details}")
 
 
-# MCP, file_search, code_interpreter, tool_search and computer items, events, tools and
-# tool_choice, file_citation / container_file_citation annotations and the compaction
-# progress event are OpenAI's Responses shapes, absent from the Open Responses document:
-# they are checked against the openai SDK's types (required fields and their types),
-# everything around them against the spec.
+# MCP, file_search, code_interpreter, tool_search, web_search, shell and computer items,
+# events, tools and tool_choice, file_citation / container_file_citation annotations and
+# the compaction progress event are OpenAI's Responses shapes, absent from the Open
+# Responses document: they are checked against the openai SDK's types (required fields
+# and their types), everything around them against the spec.
 MCP_ITEMS = frozenset(
     {
         "mcp_list_tools",
@@ -96,10 +97,24 @@ MCP_ITEMS = frozenset(
         "tool_search_call",
         "tool_search_output",
         "computer_call",
+        "web_search_call",
+        "shell_call",
+        "shell_call_output",
     }
 )
+WEB_SEARCH = frozenset(
+    {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}
+)
 HOSTED_TOOLS = frozenset(
-    {"mcp", "file_search", "code_interpreter", "tool_search", "computer_use_preview"}
+    {
+        "mcp",
+        "file_search",
+        "code_interpreter",
+        "tool_search",
+        "computer_use_preview",
+        "shell",
+        *WEB_SEARCH,
+    }
 )
 _CITATIONS: dict[str, type[BaseModel]] = {
     "file_citation": AnnotationFileCitation,
@@ -131,6 +146,11 @@ def _without_mcp(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(choice, dict) and choice.get("type") in ("file_search", "code_interpreter"):
         ToolChoiceTypes.model_validate(choice)
         choice = "required"
+    if isinstance(choice, dict) and choice.get("type") == "shell":
+        ToolChoiceShell.model_validate(choice)
+        choice = "required"
+    if isinstance(choice, dict) and choice.get("type") in WEB_SEARCH:
+        choice = "required"  # the SDK's ToolChoiceTypes names web_search_preview only
     return {**body, "output": output, "tools": tools, "tool_choice": choice}
 
 
@@ -178,6 +198,7 @@ def validate_event(event: dict[str, Any]) -> None:
             "response.file_search_call.",
             "response.compaction.",  # OpenAI's progress of a compaction
             "response.code_interpreter_call",
+            "response.web_search_call.",
         )
     ):
         _SDK_EVENT.validate_python(event)

@@ -17,7 +17,7 @@ from respond.protocol.requests import (
     InputMessage,
 )
 from respond.protocol.resource import ResponseResource
-from respond.protocol.tools import CustomTool, FunctionTool, McpTool, OtherTool
+from respond.protocol.tools import CustomTool, FunctionTool, McpTool, OtherTool, WebSearchTool
 from respond.responses import events
 from respond.responses.context import items_to_messages
 from respond.responses.events import EventBuilder
@@ -35,10 +35,19 @@ def test_tools_parse_once_into_their_classes() -> None:
                 {"type": "custom", "name": "c", "format": {"type": "text"}},
                 {"type": "mcp", "server_label": "s"},
                 {"type": "web_search"},
+                {"type": "web_search_preview_2025_03_11"},
+                {"type": "image_generation"},
             ]
         }
     )
-    assert [type(tool) for tool in body.tools] == [FunctionTool, CustomTool, McpTool, OtherTool]
+    assert [type(tool) for tool in body.tools] == [
+        FunctionTool,
+        CustomTool,
+        McpTool,
+        WebSearchTool,
+        WebSearchTool,
+        OtherTool,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -67,7 +76,7 @@ def test_each_tool_is_echoed_by_its_kind() -> None:
         "parameters": None,
         "strict": True,
     }
-    assert echo(OtherTool(type="web_search")) is None
+    assert echo(OtherTool(type="image_generation")) is None
 
 
 def test_a_call_opens_the_item_of_its_tools_kind() -> None:

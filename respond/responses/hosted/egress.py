@@ -27,7 +27,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from respond.protocol.errors import APIError
 
-__all__ = ["Egress"]
+__all__ = ["Egress", "loopback"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -51,7 +51,7 @@ class Egress:
         if parts is None or _dot_segments(parts.path):
             return False
         host = (parts.hostname or "").lower()
-        if _loopback(host):
+        if loopback(host):
             return self.allow_loopback
         return self.matches(url)
 
@@ -78,7 +78,7 @@ class Egress:
         host = (parts.hostname or "").lower()
         how = (
             "`respond serve --mcp-allow-loopback` (loopback is off by default)"
-            if _loopback(host)
+            if loopback(host)
             else f"`respond serve --mcp-allow '{host}'` (repeatable; a wildcard pattern over "
             "the host, or a URL prefix), or under [mcp] in the config file (allow = [...])"
         )
@@ -127,7 +127,7 @@ def _matches(pattern: str, parts: SplitResult, host: str) -> bool:
     return parts.path == prefix.rstrip("/") or parts.path.startswith(prefix.rstrip("/") + "/")
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
     """Names and addresses that reach this host. 0.0.0.0 and :: connect to it on Linux."""
     if host == "localhost" or host.endswith(".localhost"):
         return True

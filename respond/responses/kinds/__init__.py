@@ -33,6 +33,7 @@ from respond.responses.kinds import (
     reasoning,
     shell_call,
     tool_search_call,
+    web_search_call,
 )
 from respond.responses.kinds._base import Item, Kind, Replay, ReplayItem, Shared, Shown, Status
 
@@ -61,6 +62,7 @@ KINDS: tuple[Kind, ...] = (
     mcp_call.LISTING_KIND,
     file_search_call.KIND,
     code_interpreter_call.KIND,
+    web_search_call.KIND,
     shell_call.KIND,
     local_shell_call.KIND,
     apply_patch_call.KIND,

@@ -58,6 +58,9 @@ class Shared:
     # The files the response's code wrote into containers: file id -> (container id,
     # path), cited by its answer as container_file_citation.
     written: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The pages the response's web searches found or opened (URL -> title), cited as
+    # url_citation where its answer names them.
+    linked: dict[str, str] = field(default_factory=dict)
 
 
 class Item(ABC, Generic[ItemT]):

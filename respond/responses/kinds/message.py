@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ class Message(Item[MessageItem]):
                 part.annotations = _citations(self.shared.cited, len(part.text))
             if self.shared.written:
                 part.annotations += _container_citations(self.shared.written, part.text)
+            if self.shared.linked:
+                part.annotations += _url_citations(self.shared.linked, part.text)
             out.append(
                 ev.OutputTextDone(
                     **self.ids(), content_index=0, text=part.text, logprobs=part.logprobs
@@ -90,6 +93,39 @@ def _container_citations(
             }
         )
     return notes
+
+
+def _url_citations(linked: Mapping[str, str], text: str) -> list[dict[str, object]]:
+    """A `url_citation` for each page the response's web searches found that the answer
+    names: spanning the first markdown link to it, else the first place its URL is written
+    (a page never named is not cited: the answer may not have used it)."""
+    notes: list[dict[str, object]] = []
+    for url, title in linked.items():
+        start, end = _named(text, url)
+        if start < 0:
+            continue
+        notes.append(
+            {
+                "type": "url_citation",
+                "url": url,
+                "title": title,
+                "start_index": start,
+                "end_index": end,
+            }
+        )
+    return sorted(notes, key=lambda note: int(str(note["start_index"])))
+
+
+def _named(text: str, url: str) -> tuple[int, int]:
+    """Where `text` names `url` (a trailing slash either way): (start, end), or (-1, -1)."""
+    for form in dict.fromkeys((url, url.rstrip("/"))):
+        link = re.search(r"\[[^\]\n]*\]\(" + re.escape(form) + r"/?\)", text)
+        if link is not None:
+            return link.start(), link.end()
+        found = re.search(re.escape(form) + r"/?(?![\w/.-])", text)
+        if found is not None:
+            return found.start(), found.end()
+    return -1, -1
 
 
 def _logprob(lp: d.TokenLogprob) -> LogProb:
