@@ -6,14 +6,11 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware import Middleware
 
 from respond._access import AccessLog
 from respond._config import DEFAULTS, McpSettings, WebSearchSettings
@@ -35,11 +32,11 @@ from respond.api import (
     websocket,
 )
 from respond.api._common import KeyRing
+from respond.api._errors import EXCEPTION_HANDLERS
 from respond.containers import ContainerService, Sandbox
 from respond.engines._base import Engine
-from respond.files import Embedder, ExtractLimits, make_file_service
+from respond.files import Embedder, ExtractLimits, FileService, make_file_service
 from respond.metrics import Metrics
-from respond.protocol.errors import APIError, error_body, from_error_list
 from respond.protocol.events import ReasoningEvents
 from respond.protocol.limits import Limits
 from respond.responses.background import STALE_SECONDS, Runs
@@ -48,7 +45,7 @@ from respond.responses.hosted import WebSearch, families
 from respond.responses.images import ImagePolicy, ImageSources
 from respond.responses.run import ResponseRecorder, Responses
 from respond.responses.sealing import Sealer
-from respond.store.base import Store, StoreFullError, StoreUnavailableError
+from respond.store.base import Store
 from respond.store.housekeeping import purge_forever
 
 __all__ = ["create_app"]
@@ -118,13 +115,67 @@ def create_app(
         images=ImageSources(file_service.files if file_service else None, images),
     )
     runs = (
-        Runs(service, store, background_max=background_max, runner=runner)
-        if store is not None
-        else None
+        None
+        if store is None
+        else Runs(service, store, background_max=background_max, runner=runner)
     )
     drain = drain or Drain(DEFAULTS.drain_timeout)
     if runs is not None:
         drain.on_begin(runs.stop_claiming)  # queued runs are left to the other replicas
+    # The docs pages' scripts are served by respond itself (fastapi-offline): no CDN.
+    app = FastAPIOffline(
+        title="respond",
+        version=__version__,
+        summary="The OpenAI Responses API (Open Responses) for local and self-hosted models.",
+        docs_url="/docs",
+        redoc_url="/redoc",
+        lifespan=_lifespan(engines, store, runs, file_service, code, drain, on_ready),
+        exception_handlers=EXCEPTION_HANDLERS,
+        # The access log outermost: the drain's refusals are logged too.
+        middleware=[Middleware(AccessLog, metrics=meters), Middleware(DrainGate, drain=drain)],
+    )
+    state = {
+        "responses": service,
+        "drain": drain,
+        "runs": runs,
+        "keys": keys or KeyRing(),
+        "store": store,
+        "history": history,
+        "files": file_service,
+        "containers": code,
+        "embedder": embedder,
+        "web_search": web_search,
+        "max_body_bytes": max_body_mb * 1024 * 1024,
+        "started_at": int(time.time()),
+        "metrics": meters,
+        "metrics_auth": metrics_auth,
+        "keepalive": keepalive,
+    }
+    for name, value in state.items():
+        setattr(app.state, name, value)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app
+
+
+ROUTERS = [
+    *(responses.router, websocket.router, conversations.router, chat.router, messages.router),
+    *(models.router, files.router, vector_stores.router, containers.router),
+    *(embeddings.router, metrics.router, web.router),
+]
+
+
+def _lifespan(
+    engines: Mapping[str, Engine],
+    store: Store | None,
+    runs: Runs | None,
+    file_service: FileService | None,
+    code: ContainerService | None,
+    drain: Drain,
+    on_ready: Callable[[], Awaitable[None]] | None,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Open the store and start its upkeep, load the engines in the background (/health
+    answers 503 until they are ready); at shutdown, drain the runs, then close in order."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -144,7 +195,6 @@ def create_app(
         loaders = [
             asyncio.to_thread(engine.load) for engine in engines.values() if not engine.ready
         ]
-        # Load in the background: /health answers 503 until the model is ready.
         tasks = [asyncio.ensure_future(loader) for loader in loaders]
         watcher = asyncio.ensure_future(_after_loading(tasks, on_ready))
         yield
@@ -161,102 +211,7 @@ def create_app(
         if store is not None:
             await store.close()
 
-    # The docs pages' scripts are served by respond itself (fastapi-offline): no CDN.
-    app = FastAPIOffline(
-        title="respond",
-        version=__version__,
-        summary="The OpenAI Responses API (Open Responses) for local and self-hosted models.",
-        docs_url="/docs",
-        redoc_url="/redoc",
-        lifespan=lifespan,
-    )
-    app.state.responses = service
-    app.state.drain = drain
-    app.state.runs = runs
-    app.state.keys = keys or KeyRing()
-    app.state.store = store
-    app.state.history = history
-    app.state.files = file_service
-    app.state.containers = code
-    app.state.embedder = embedder
-    app.state.web_search = web_search
-    app.state.max_body_bytes = max_body_mb * 1024 * 1024
-    app.state.started_at = int(time.time())
-    app.state.metrics = meters
-    app.state.metrics_auth = metrics_auth
-    app.state.keepalive = keepalive
-    app.include_router(responses.router)
-    app.include_router(websocket.router)
-    app.include_router(conversations.router)
-    app.include_router(chat.router)
-    app.include_router(messages.router)
-    app.include_router(models.router)
-    app.include_router(files.router)
-    app.include_router(vector_stores.router)
-    app.include_router(containers.router)
-    app.include_router(embeddings.router)
-    app.include_router(metrics.router)
-    app.include_router(web.router)
-
-    # The Messages API's routes answer errors in Anthropic's envelope; the rest in OpenAI's.
-    def anthropic(request: Request) -> bool:
-        return request.url.path.startswith(messages.MESSAGES_PREFIX)
-
-    @app.exception_handler(APIError)
-    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
-        if anthropic(request):
-            return messages.error_response(
-                request, exc.status, exc.message, exc.__cause__, headers=exc.headers
-            )
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-
-    @app.exception_handler(StoreFullError)
-    async def _store_full(request: Request, exc: StoreFullError) -> JSONResponse:
-        log.error("refused %s %s: %s", request.method, request.url.path, exc)
-        if anthropic(request):
-            return messages.error_response(request, 507, str(exc))
-        return JSONResponse(
-            error_body(str(exc), type="server_error", code="storage_full"), status_code=507
-        )
-
-    @app.exception_handler(StoreUnavailableError)
-    async def _store_unavailable(request: Request, exc: StoreUnavailableError) -> JSONResponse:
-        log.warning("refused %s %s: %s", request.method, request.url.path, exc)
-        retry = {"Retry-After": "1"}
-        if anthropic(request):
-            return messages.error_response(request, 503, str(exc), headers=retry)
-        body = error_body(str(exc), type="server_error", code="store_unavailable")
-        return JSONResponse(body, status_code=503, headers=retry)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        message = "Not found." if exc.status_code == 404 else str(exc.detail)
-        if anthropic(request):
-            return messages.error_response(request, exc.status_code, message)
-        code = _HTTP_CODES.get(exc.status_code, kind)
-        return JSONResponse(error_body(message, type=kind, code=code), status_code=exc.status_code)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        body, status = _request_error(exc)
-        if anthropic(request):
-            return messages.error_response(request, status, body["error"]["message"])
-        return JSONResponse(body, status_code=status)
-
-    @app.exception_handler(Exception)
-    async def _server_error(request: Request, exc: Exception) -> JSONResponse:
-        # A bug, not the client's fault: still the error envelope, and logged in full.
-        log.error("unhandled error", exc_info=exc)
-        message = "The server had an error processing the request."
-        if anthropic(request):
-            return messages.error_response(request, 500, message)
-        body = error_body(message, type="server_error", code="server_error")
-        return JSONResponse(body, status_code=500)
-
-    app.add_middleware(DrainGate, drain=drain)
-    app.add_middleware(AccessLog, metrics=meters)  # outermost: refusals are logged too
-    return app
+    return lifespan
 
 
 def _containers(
@@ -276,26 +231,6 @@ def _containers(
         sandbox.root.parent,
         max_file_bytes=max_file_mb * 1024 * 1024,
     )
-
-
-# Every error has a code: routing errors too.
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
-
-
-def _request_error(exc: RequestValidationError) -> tuple[dict[str, Any], int]:
-    """A typed body's errors (located under "body") or a query parameter's, as one 400."""
-    errors = exc.errors()
-    where = errors[0]["loc"][0] if errors and errors[0]["loc"] else "body"
-    if where == "body":
-        located = [{**e, "loc": tuple(e["loc"])[1:]} for e in errors]
-        error = from_error_list(located, exc.body if exc.body is not None else {})
-    else:
-        first = errors[0]
-        param = ".".join(str(part) for part in first["loc"][1:]) or None
-        error = APIError(
-            400, f"Invalid value for '{param}': {first['msg']}.", param=param, code="invalid_value"
-        )
-    return error.body(), error.status
 
 
 async def _after_loading(

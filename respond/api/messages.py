@@ -2,7 +2,7 @@
 Code and the Anthropic SDKs, from the same run as /v1/responses (see _messages_wire.py).
 
 Errors on these routes use Anthropic's envelope and every answer carries a request-id
-header; app.py sends errors raised under MESSAGES_PREFIX to `error_response`.
+header; api/_errors.py answers errors raised under MESSAGES_PREFIX with `error_response`.
 """
 
 from __future__ import annotations
