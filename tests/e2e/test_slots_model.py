@@ -8,12 +8,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import llama_cpp
 import numpy as np
 import pytest
 
 from respond.engines.llamacpp import bundled_model_path
 from respond.engines.llamacpp._job import Feed
 from respond.engines.llamacpp._model import NativeModel
+from respond.engines.llamacpp._preempt import ABORTED
 from respond.engines.llamacpp._slot import Slot
 from respond.engines.llamacpp._slots import fill_batch
 from tests.support.slots import busy, native_batch, ran
@@ -151,3 +153,30 @@ def test_a_state_llama_cpp_refuses_leaves_the_slot_empty_and_the_prompt_is_evalu
         finally:
             for seq in (0, 1):
                 model.keep(seq, 0)
+
+
+def _seq_end(model: NativeModel, seq: int) -> int:
+    return int(llama_cpp.llama_memory_seq_pos_max(model.memory, seq))
+
+
+def test_a_stopped_step_leaves_no_cells_and_reads_again_the_same(model: NativeModel) -> None:
+    """llama.cpp's abort callback as respond sets it (libc's strlen on the flag): an armed
+    step with a request waiting stops, llama.cpp drops what it wrote, and the same chunk
+    then reads as if never tried; a disarmed flag stops nothing."""
+    prompt = model.tokenize(
+        b"One two three four five six seven eight nine ten " * 5, add_bos=True, special=False
+    )[:60]
+    model.keep(0, 0)
+    with native_batch(64) as batch:
+        slot = busy(0, [], list(prompt), arrived=1.0)
+        fill_batch(batch, [slot], room=64)
+        model.preempt.arm(now=True)
+        try:
+            assert model.decode(batch) == ABORTED
+        finally:
+            model.preempt.disarm()
+        assert _seq_end(model, 0) == -1  # nothing of the chunk kept
+        model.preempt.request()  # not armed: nothing to stop
+        assert model.decode(batch) == 0
+        assert _seq_end(model, 0) == len(prompt) - 1
+    model.keep(0, 0)

@@ -19,6 +19,7 @@ from llama_cpp._logger import set_verbose
 
 from respond._config import Placement
 from respond.engines.llamacpp._placement import place
+from respond.engines.llamacpp._preempt import Preempt
 
 __all__ = ["NativeModel"]
 
@@ -64,6 +65,8 @@ class NativeModel:
         context.n_threads = n_threads or max(cores // 2, 1)
         context.n_threads_batch = n_threads or cores
         context.no_perf = True
+        self.preempt = Preempt()  # stops a long prompt's step for a request that arrives
+        self.preempt.install(context)
         self.placed.configure_context(context)
         ctx = llama_cpp.llama_init_from_model(self.model.model, context)
         if not ctx:

@@ -1,13 +1,16 @@
-"""How many tokens one decode step may carry: as many as the hardware reads in `STEP_SECONDS`.
+"""How many tokens a shared decode step may carry: what the hardware reads in `STEP_SECONDS`.
 
-A request that arrives while a step is being decoded waits for that step to end, then for its
-own. With steps of `n_batch` (512) prompt tokens, a step deep in a long prompt took about a
-second on two CPU cores, so a short request beside an 8k-token prompt answered 47 times later
-than alone (docs/benchmarks.md). Steps that last about `STEP_SECONDS` bound that wait whatever
-the hardware: the pace measures the seconds per token of the steps it limited and sizes the
-next one to the target. On a GPU a step of `n_batch` tokens takes milliseconds and the room
-stays `n_batch`; on a CPU a long prompt is read in chunks of a fraction of a second, each one
-more pass over the weights (the cost is in docs/benchmarks.md).
+A step that carries streams' tokens or a short prompt's beside a long prompt's chunk ends
+only when the chunk is read: with `n_batch` (512) tokens, deep in an 8k-token prompt, about
+a second on two CPU cores, so each stream's next token and a short request's first waited for
+it (docs/benchmarks.md). The pace measures the seconds per token of the steps it limited and
+sizes the next one to about STEP_SECONDS. On a GPU a step of `n_batch` tokens takes
+milliseconds and the room stays `n_batch`. On a CPU the room never falls below `_LEAST`: each
+step costs a fixed pass over the graph (about 0.1 s for the bundled model on one thread,
+measured: 1,024 tokens took 13.9 s in steps of 16, 9.4 s in steps of 64, 8.7 s in steps of
+256), so smaller steps would cost the long prompt more than they spare the others.
+A prompt read alone is not paced: it gets `n_batch`, and a request that arrives stops its
+step (_preempt.py).
 
 Seconds per token is measured over whole steps, fixed costs included: a step of n tokens that
 took t seconds sets the next room to n * STEP_SECONDS / t, which settles where a full step
@@ -21,7 +24,7 @@ __all__ = ["Pace", "STEP_SECONDS"]
 
 STEP_SECONDS = 0.15
 _FIRST = 64  # the room before any step was measured: small on a CPU, gone in one step on a GPU
-_LEAST = 16  # a long prompt always moves on, however slow the machine
+_LEAST = 64  # the fixed cost of a step stays a small part of it (above)
 _WEIGHT = 0.5  # of the latest step in the running seconds per token: depth changes it fast
 
 

@@ -6,8 +6,11 @@ to the step's room in all, the prompt with the fewest tokens left to read first,
 prompt is read over several steps while the other streams go on and a short prompt that
 arrives meanwhile is read at the next step), decodes it, and samples each slot whose feed
 is complete. A job that arrives joins at the next step; one that ends frees its slot without
-stalling the rest. The room is what the hardware reads in a fraction of a second (_pace.py,
-at most `n_batch`), so the step a request arrives during ends soon.
+stalling the rest. A prompt read alone gets `n_batch` tokens a step, and a request that
+arrives stops that step (_preempt.py: llama.cpp drops what it wrote, the chunk is read again
+after the newcomer's first step); beside other work, a step carries what the hardware reads
+in a fraction of a second (_pace.py). So a short request waits for neither a long step in
+progress nor a long chunk in its own.
 
 A job goes to the free slot whose last prompt its own prompt continues (the next turn of
 that conversation, or the same prompt again), the longest such; else to a slot never used,
@@ -52,6 +55,7 @@ from respond.engines.llamacpp._media import Media, image_key, image_positions
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
 from respond.engines.llamacpp._pace import Pace
+from respond.engines.llamacpp._preempt import ABORTED
 from respond.engines.llamacpp._respell import TokenText, respell
 from respond.engines.llamacpp._slot import Slot, common_prefix
 
@@ -66,6 +70,8 @@ _MIB = 1024 * 1024
 # back the moment the step ends, while the event loop thread streams the last token: at the
 # default, one stream measured 2-5% slower than at this (bench_concurrency, docs/benchmarks.md).
 _SWITCH_SECONDS = 0.0005
+# The fewest tokens of a step alone worth stopping for a request: a shorter one ends soon.
+_STOPPABLE = 64
 
 
 class Scheduler:
@@ -89,6 +95,11 @@ class Scheduler:
         self._in_batch: list[Slot] = []  # the slots in the batch being decoded
         self._pace = Pace(model.n_batch)  # tokens a step may carry (_pace.py)
         self._room = 0  # the room of the batch being decoded
+        self._stoppable = False  # the batch is one prompt's chunk alone (_preempt.py)
+        # Jobs submitted, and as many as the last admission saw: only a newer one stops a
+        # step (one put back to wait for a slot or a reader must not stop every step).
+        self._submitted = 0
+        self._seen = 0
         self._job_seconds = 1.0  # a running average, for Retry-After
         self._text = TokenText(model.vocab)
         self._stopping = False
@@ -101,7 +112,9 @@ class Scheduler:
     def submit(self, job: Job) -> None:
         with self._wake:
             self._waiting.append(job)
+            self._submitted += 1
             self._wake.notify()
+        self.model.preempt.request()  # a long prompt's step alone stops for it
 
     @property
     def busy(self) -> int:
@@ -158,6 +171,7 @@ class Scheduler:
                 self._waiting.remove(job)
             free = sum(slot.job is None for slot in self.slots)
             arrivals = [self._waiting.popleft() for _ in range(min(free, len(self._waiting)))]
+            self._seen = self._submitted
             return arrivals, gone
 
     def _wait_again(self, jobs: list[Job]) -> None:
@@ -370,10 +384,19 @@ class Scheduler:
         slot.shift += n - image_positions(key)
 
     def _fill(self) -> list[tuple[Slot, int]]:
-        # Every stream's next token fits, however small the pace makes the room.
-        streams = sum(1 for s in self.slots if s.job is not None and len(s.pending) == 1)
-        self._room = min(self.model.n_batch, max(self._pace.room(), streams))
+        """Fill the batch. One prompt being read alone gets the whole batch, in a step that a
+        request arriving stops (_preempt.py); beside other work a step carries what the
+        hardware reads in a fraction of a second (_pace.py), every stream's token always."""
+        busy = [s for s in self.slots if s.job is not None and s.pending]
+        streams = sum(1 for s in busy if len(s.pending) == 1)
+        # Stopped only where the newcomer can start at once: a slot free for it, no copy
+        # of cells under way (llama.cpp makes it at the step's start).
+        alone = len(busy) == 1 and any(s.job is None for s in self.slots)
+        alone = alone and not any(s.copying for s in self.slots)
+        room = self.model.n_batch if alone else max(self._pace.room(), streams)
+        self._room = min(self.model.n_batch, room)
         outputs, self._in_batch = fill_batch(self._batch, self.slots, self._room)
+        self._stoppable = alone and self._batch.n_tokens >= _STOPPABLE
         return outputs
 
     def _decode(self) -> bool:
@@ -381,18 +404,34 @@ class Scheduler:
         if tokens == 0:
             return False
         started = time.perf_counter()
-        status = self.model.decode(self._batch)
+        status = self._run_batch()
         if status == 0:
             seconds = time.perf_counter() - started
             self._pace.took(tokens, seconds, full=tokens >= self._room)
             for slot in self.slots:  # llama.cpp did every pending copy before the batch
                 slot.copying = False
             return True
+        if status == ABORTED and self._stoppable:
+            (slot,) = self._in_batch  # llama.cpp dropped the chunk's cells: read it again
+            slot.pending[:0] = slot.held[-tokens:]
+            del slot.held[-tokens:]
+            log.debug("slot %d: a step of %d tokens stopped for a request", slot.seq, tokens)
+            return False
         failure = RuntimeError(f"llama_decode failed with status {status}")
         for slot in self._in_batch:
             self._fail(slot, failure)
             slot.forget(self.model)
         return False
+
+    def _run_batch(self) -> int:
+        if not self._stoppable:
+            return self.model.decode(self._batch)
+        with self._wake:  # a job that came since the last admission stops it at once
+            self.model.preempt.arm(now=self._submitted != self._seen)
+        try:
+            return self.model.decode(self._batch)
+        finally:
+            self.model.preempt.disarm()
 
     def _advance(self, slot: Slot, resume: Any) -> None:
         """Run the job's logic to its next feed; free the slot when it is done."""
