@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from respond.engines._base import (
     Delta,
@@ -39,11 +38,13 @@ from respond.engines._base import (
     ToolCallStart,
 )
 
+if TYPE_CHECKING:  # the formats import this module
+    from respond.engines.formats._base import ParseOptions
+
 __all__ = ["Dialect", "JsonScanner", "OutputParser", "partial_suffix", "reasoning_step"]
 
 Dialect = Literal["hermes", "mistral", "llama3"]
 
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 HERMES_OPEN, HERMES_CLOSE = "<tool_call>", "</tool_call>"
 MISTRAL_OPEN = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
@@ -105,19 +106,12 @@ class _Call:
 class OutputParser:
     """Raw model text in, deltas out. One instance per generated turn."""
 
-    def __init__(
-        self,
-        dialect: Dialect | None,
-        *,
-        thinking: bool = False,
-        in_reasoning: bool = False,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool = False,
-    ) -> None:
-        self.dialect = dialect
-        self.thinking = thinking or in_reasoning
-        self.in_reasoning = in_reasoning
-        self._new_call_id = new_call_id
+    def __init__(self, dialect: Dialect | None, options: ParseOptions) -> None:
+        self.dialect = dialect if options.tools is not None else None
+        self._think = options.think
+        self.in_reasoning = options.in_reasoning and options.think is not None
+        self._new_call_id = options.new_call_id
+        self._after_block = options.after_block
         self._buffer = ""
         self._state: Literal["text", "call_open", "call", "call_close", "list_next"] = "text"
         self._call: _Call | None = None
@@ -125,12 +119,12 @@ class OutputParser:
         self._args = JsonScanner()
         self._at_start = True  # nothing but whitespace emitted as text yet
         self._calls = 0  # calls read so far
-        self._strip_text = False  # drop whitespace right after </think>
+        self._strip_text = False  # drop `after_block` after a reasoning block or a call
         self._reasoned = False  # the current reasoning block's text has begun
         # With stop_at_call, the parser stops at the first call's markup and notes where
         # (an offset in the text fed so far): the engine then writes the call again from
         # that point under a grammar.
-        self.stop_at_call = stop_at_call
+        self.stop_at_call = options.stop_at_call
         self.fed = 0
         self.halted_at: int | None = None
 
@@ -183,7 +177,7 @@ class OutputParser:
     def _marker_begun(self) -> bool:
         """After a call, the text held back so far is the start of another call's marker."""
         held = self._buffer.strip()
-        markers = [m for m in self._markers() if m != THINK_OPEN]
+        markers = [m for m in self._markers() if self._think is None or m != self._think.open]
         return (
             self._calls > 0
             and self._state == "text"
@@ -207,8 +201,9 @@ class OutputParser:
         return self._list_next_step(final)
 
     def _reasoning_step(self, final: bool) -> list[Delta]:
+        assert self._think is not None
         ready, self._buffer, closed = reasoning_step(
-            self._buffer, THINK_CLOSE, final=final, begun=self._reasoned
+            self._buffer, self._think.close, final=final, begun=self._reasoned
         )
         if closed:
             self.in_reasoning = False
@@ -217,7 +212,7 @@ class OutputParser:
         return [ReasoningDelta(ready)] if ready else []
 
     def _markers(self) -> tuple[str, ...]:
-        markers: list[str] = [THINK_OPEN] if self.thinking else []
+        markers: list[str] = [self._think.open] if self._think else []
         if self.dialect == "hermes":
             markers.append(HERMES_OPEN)
         elif self.dialect == "mistral":
@@ -229,7 +224,7 @@ class OutputParser:
     def _text_step(self, final: bool) -> list[Delta]:
         buffer = self._buffer
         if self._strip_text:
-            buffer = buffer.lstrip()
+            buffer = buffer.lstrip(self._after_block)
             self._buffer = buffer
             if not buffer:
                 return []
@@ -251,10 +246,11 @@ class OutputParser:
             # (the "\n" some write before a turn's calls), not text of the model's.
             said = buffer[:at]
             out = self._text(said if said.strip() or not self._at_start else "")
-            if marker != THINK_OPEN and self._halt(self.fed - len(buffer) + at):
+            thinks = self._think is not None and marker == self._think.open
+            if not thinks and self._halt(self.fed - len(buffer) + at):
                 return out
             self._buffer = buffer[at + len(marker) :]
-            if marker == THINK_OPEN:
+            if thinks:
                 self.in_reasoning = True
             else:
                 self._state = "call" if marker == PYTHON_TAG else "call_open"

@@ -23,6 +23,7 @@ from respond.engines import (
     Usage,
 )
 from respond.engines._parsing import OutputParser
+from respond.engines.formats import THINK_TAGS, ParseOptions
 
 __all__ = ["FakeEngine", "ScriptStep"]
 
@@ -91,9 +92,8 @@ class FakeEngine(Engine):
 
     def _deltas(self, step: ScriptStep) -> Iterator[Delta]:
         if "raw" in step:
-            parser = OutputParser(
-                "hermes", thinking=True, new_call_id=lambda: f"call_fake{next(self._ids)}"
-            )
+            new_call_id = lambda: f"call_fake{next(self._ids)}"  # noqa: E731
+            parser = OutputParser("hermes", ParseOptions({}, THINK_TAGS, False, new_call_id))
             text = str(step["raw"])
             for start in range(0, len(text), self.chunk):
                 yield from parser.feed(text[start : start + self.chunk])

@@ -11,7 +11,7 @@ name), and the parser starts reading a recipient. The family has no reasoning ma
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from respond.engines._base import (
@@ -25,10 +25,9 @@ from respond.engines._parsing import JsonScanner, partial_suffix
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
-    Think,
-    ToolSchemas,
 )
 
 __all__ = ["FUNCTIONARY_V32"]
@@ -40,12 +39,10 @@ USER = "all\n"  # the recipient of the answer
 class FunctionaryParser:
     """Raw model text in, deltas out, from just after the prompt's `>>>`."""
 
-    def __init__(
-        self, *, tools: ToolSchemas, new_call_id: Callable[[], str], stop_at_call: bool
-    ) -> None:
-        self._tools = tools
-        self._new_call_id = new_call_id
-        self._stop_at_call = stop_at_call
+    def __init__(self, options: ParseOptions) -> None:
+        self._tools = options.tools
+        self._new_call_id = options.new_call_id
+        self._stop_at_call = options.stop_at_call
         self.in_reasoning = False
         self.halted_at: int | None = None
         self._fed = 0
@@ -174,16 +171,8 @@ class FunctionaryFormat(ChatFormat):
             return f"{call} ( {sep} {call} )*"
         return f"{call}" + f" ( {sep} {call}" * (max_calls - 1) + " )?" * (max_calls - 1)
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return FunctionaryParser(tools=tools, new_call_id=new_call_id, stop_at_call=stop_at_call)
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return FunctionaryParser(options)
 
 
 FUNCTIONARY_V32 = FunctionaryFormat()

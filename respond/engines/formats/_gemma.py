@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
     Think,
-    ToolSchemas,
 )
 from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 
@@ -230,23 +230,8 @@ class GemmaFormat(ChatFormat):
         self._any(kit)
         return "gemma-pairs"
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _GemmaParser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return _GemmaParser(MARKUP, options)
 
 
 GEMMA_4 = GemmaFormat()

@@ -7,18 +7,16 @@ these calls when a model writes them freely, in any key order or spacing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respond.engines._parsing import Dialect, OutputParser
 from respond.engines.formats._base import (
-    THINK_TAGS,
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
-    Think,
-    ToolSchemas,
 )
 
 __all__ = ["HERMES", "LLAMA3", "MISTRAL_V1", "REKA"]
@@ -34,6 +32,7 @@ class JsonCallFormat(ChatFormat):
         self.label = label
         self.markers = markers
         self.single = dialect == "llama3"  # its templates refuse more than one call a turn
+        self.after_block = None  # any whitespace after </think> or a call's close
 
     def _object(self, call: ProbeCall) -> str:
         key = "parameters" if self.dialect == "llama3" else "arguments"
@@ -69,23 +68,8 @@ class JsonCallFormat(ChatFormat):
             return f'{kit.lit("[TOOL_CALLS][")} {repeat(call, kit.lit(", "), max_calls)} "]"'
         return call  # Llama 3 writes one call per turn
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        # The shared parser knows <think> tags only.
-        return OutputParser(
-            self.dialect if tools is not None else None,
-            thinking=think is not None and think.open == THINK_TAGS.open,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return OutputParser(self.dialect, options)
 
 
 def repeat(rule: str, separator: str, upto: int | None) -> str:

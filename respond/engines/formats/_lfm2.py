@@ -10,17 +10,16 @@ end it) nor end with a quote; the parser reads a call's arguments once its `)` h
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
-    Think,
-    ToolSchemas,
 )
 from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members, python_value, read_python
@@ -222,23 +221,8 @@ class LfmFormat(ChatFormat):
         """A string between quotes, as it is: no quote in it followed by `,` or `)`."""
         return kit.rule("lfm-string", '"\'" ( [^\'] | "\'" [^,)] )* "\'"')
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _LfmParser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return _LfmParser(MARKUP, options)
 
 
 LFM2 = LfmFormat()

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ from respond.engines._parsing import JsonScanner, partial_suffix, reasoning_step
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
     Think,
@@ -282,23 +283,8 @@ class MarkupFormat(ChatFormat):
         """The parser of this markup; a variant with its own parameter syntax names its own."""
         return MarkupParser
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return self._parser_type()(
-            self.markup,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return self._parser_type()(self.markup, options)
 
 
 def _slotted(kit: GrammarKit, text: str, index: int) -> str:
@@ -333,22 +319,14 @@ State = Literal[
 class MarkupParser:
     """Raw model text in, deltas out, for one `Markup`. One instance per generated turn."""
 
-    def __init__(
-        self,
-        markup: Markup,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> None:
+    def __init__(self, markup: Markup, options: ParseOptions) -> None:
         self._m = markup
-        self._tools = tools
-        self._think = think
-        self.in_reasoning = in_reasoning and think is not None
-        self._new_call_id = new_call_id
-        self.stop_at_call = stop_at_call
+        self._tools = options.tools
+        self._think = options.think
+        self.in_reasoning = options.in_reasoning and options.think is not None
+        self._new_call_id = options.new_call_id
+        self.stop_at_call = options.stop_at_call
+        self._after_block = options.after_block
         self.halted_at: int | None = None
         self.fed = 0
         self._buffer = ""
@@ -431,7 +409,7 @@ class MarkupParser:
 
     def _on_text(self, final: bool) -> list[Delta]:
         if self._strip:  # the line breaks after a reasoning block or the calls are markup
-            self._buffer = self._buffer.lstrip("\n")
+            self._buffer = self._buffer.lstrip(self._after_block)
             if not self._buffer:
                 return []
             self._strip = False

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +25,10 @@ from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
     Think,
-    ToolSchemas,
 )
 from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members
@@ -262,23 +262,8 @@ class MiniMaxM3Format(ChatFormat):
         )
         return kit.rule("m3-any", f"{self._text(kit)} | m3-tags")
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _M3Parser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return _M3Parser(MARKUP, options)
 
 
 MINIMAX_M3 = MiniMaxM3Format()
