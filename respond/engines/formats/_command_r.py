@@ -19,8 +19,10 @@ from typing import Any
 
 from respond.engines._base import Delta
 from respond.engines.formats._base import GrammarKit, ProbeCall
-from respond.engines.formats._markup import Markup, MarkupFormat, MarkupParser
+from respond.engines.formats._markup import MarkupFormat
 from respond.engines.formats._python import members
+from respond.engines.formats._spec import Markup
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["COMMAND_R_PLUS"]
 

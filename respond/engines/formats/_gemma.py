@@ -21,7 +21,8 @@ from respond.engines.formats._base import (
     StreamParser,
     Think,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
+from respond.engines.formats._spec import Markup, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["GEMMA_4"]
 

@@ -21,8 +21,9 @@ from respond.engines.formats._base import (
     ProbeCall,
     StreamParser,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members, python_value, read_python
+from respond.engines.formats._spec import Markup, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["LFM2"]
 

@@ -13,14 +13,10 @@ from typing import Any
 
 from respond.engines._base import Delta
 from respond.engines.formats._base import GrammarKit
-from respond.engines.formats._markup import (
-    Markup,
-    MarkupFormat,
-    MarkupParser,
-    Params,
-    is_string_schema,
-)
+from respond.engines.formats._markup import MarkupFormat
 from respond.engines.formats._python import python_value, read_python
+from respond.engines.formats._spec import Markup, Params, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["MINICPM5"]
 

@@ -30,8 +30,9 @@ from respond.engines.formats._base import (
     StreamParser,
     Think,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members
+from respond.engines.formats._spec import Markup, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["MINIMAX_M3"]
 

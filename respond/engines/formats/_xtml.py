@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from respond.engines.formats._base import GrammarKit
-from respond.engines.formats._markup import MarkupFormat, MarkupParser, Params, is_string_schema
+from respond.engines.formats._markup import MarkupFormat
+from respond.engines.formats._spec import Params, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["XtmlFormat", "xtml_type"]
 

@@ -1,0 +1,429 @@
+"""The stream parser of the formats that write calls between markers (see _spec.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal
+
+from respond.engines._base import (
+    Delta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from respond.engines._parsing import JsonScanner, partial_suffix, reasoning_step
+from respond.engines.formats._base import ParseOptions
+from respond.engines.formats._spec import (
+    PLACEHOLDERS,
+    Markup,
+    Params,
+    is_string_schema,
+    property_schema,
+    split_slot,
+)
+
+__all__ = ["MarkupParser"]
+
+
+State = Literal[
+    "text",
+    "start",
+    "name",
+    "name_rest",
+    "json",
+    "call_close",
+    "params",
+    "param_name",
+    "param_value",
+    "after_call",
+]
+
+
+class MarkupParser:
+    """Raw model text in, deltas out, for one `Markup`. One instance per generated turn."""
+
+    def __init__(self, markup: Markup, options: ParseOptions) -> None:
+        self._m = markup
+        self._tools = options.tools
+        self._think = options.think
+        self.in_reasoning = options.in_reasoning and options.think is not None
+        self._new_call_id = options.new_call_id
+        self.stop_at_call = options.stop_at_call
+        self._after_block = options.after_block
+        self.halted_at: int | None = None
+        self.fed = 0
+        self._buffer = ""
+        self._state: State = "text"
+        self._calls = 0  # calls begun
+        self._name = ""
+        self._named = False  # the current call's ToolCallStart is out
+        self._scanner = JsonScanner()
+        self._keys = 0  # parameters of the current call emitted
+        self._string = False  # the current parameter's value is a string
+        self._value = ""  # a non-string parameter value, until it closes
+        self._strip = False  # drop whitespace before the next text
+        self._spoke = False  # text other than whitespace is out
+        self._reasoned = False  # the current reasoning block's text has begun
+        self._written_id = ""  # the id the model wrote before the call's arguments
+        # The current call's arguments while its id (written after them) is not yet read.
+        self._held: list[str] | None = None
+
+    # ------------------------------------------------------------ public
+
+    def feed(self, chunk: str) -> list[Delta]:
+        if self.halted_at is not None:
+            return []
+        self.fed += len(chunk)
+        self._buffer += chunk
+        return self._run(final=False)
+
+    def close(self) -> list[Delta]:
+        if self.halted_at is not None:
+            return []
+        out = self._run(final=True)
+        if self._state in ("start", "name", "name_rest") or self._partial_next_call():
+            self._buffer = ""  # call markup cut short before its name: neither call nor text
+        elif self._state == "param_value":
+            out += self._end_value(self._buffer)
+            out += self._end_call(at_end=True)
+        elif self._state in ("json", "call_close", "params", "param_name"):
+            out += self._end_call(at_end=True)
+        if self._buffer.strip() and self._state == "text":
+            out += self._text(self._buffer)
+        self._buffer = ""
+        return out
+
+    @property
+    def unnamed_call(self) -> bool:
+        if self._state in ("start", "name", "name_rest"):
+            return self.halted_at is None
+        return self._partial_next_call()
+
+    def _partial_next_call(self) -> bool:
+        held = self._buffer.strip()
+        nxt = split_slot(self._m.call_sep + self._m.call_open)[0].strip()
+        return self._state == "after_call" and bool(held) and nxt.startswith(held)
+
+    # ------------------------------------------------------------ states
+
+    def _run(self, *, final: bool) -> list[Delta]:
+        out: list[Delta] = []
+        while True:
+            before = (self._state, len(self._buffer), self.in_reasoning)
+            out += self._step(final)
+            if (self._state, len(self._buffer), self.in_reasoning) == before:
+                return out
+
+    def _step(self, final: bool) -> list[Delta]:
+        if self.in_reasoning:
+            return self._reasoning(final)
+        return getattr(self, f"_on_{self._state}")(final)  # type: ignore[no-any-return]
+
+    def _reasoning(self, final: bool) -> list[Delta]:
+        assert self._think is not None
+        ready, self._buffer, closed = reasoning_step(
+            self._buffer, self._think.close, final=final, begun=self._reasoned
+        )
+        if closed:
+            self.in_reasoning = False
+            self._strip = True
+        self._reasoned = not closed and (self._reasoned or bool(ready))
+        return [ReasoningDelta(ready)] if ready else []
+
+    def _on_text(self, final: bool) -> list[Delta]:
+        if self._strip:  # the line breaks after a reasoning block or the calls are markup
+            self._buffer = self._buffer.lstrip(self._after_block)
+            if not self._buffer:
+                return []
+            self._strip = False
+        buffer = self._buffer
+        triggers = self._m.trigger_markers() if self._tools is not None else ()
+        markers = [*triggers, *self._m.drops]
+        if self._think is not None:
+            markers.append(self._think.open)
+        found = [(buffer.find(m), m) for m in markers if m in buffer]
+        if not found:
+            keep = 0 if final else partial_suffix(buffer, tuple(markers))
+            ready = buffer[: len(buffer) - keep]
+            if not self._spoke and not ready.strip():
+                return []  # held: markup if a marker comes next (below), else the text's
+            self._buffer = buffer[len(ready) :]
+            return self._text(ready)
+        at, marker = min(found, key=lambda f: (f[0], -len(f[1])))  # the longest of the first
+        if not final and any(
+            len(m) > len(buffer) - at and m.startswith(buffer[at:]) for m in markers
+        ):
+            self._buffer = buffer[at:]  # maybe the start of a longer marker: wait for it
+            return self._text(buffer[:at])
+        # Whitespace before the first marker, with nothing said yet, is the template's
+        # (the "\n" some write before a turn's calls), not text of the model's.
+        said = buffer[:at]
+        out = self._text(said if said.strip() or self._spoke else "")
+        if marker in triggers:
+            if self.stop_at_call:
+                self.halted_at = self.fed - len(buffer) + at
+                self._buffer = ""
+                return out
+            self._buffer = buffer[at:]
+            self._state = "start"
+            return out
+        self._buffer = buffer[at + len(marker) :]
+        if self._think is not None and marker == self._think.open:
+            self.in_reasoning = True
+        return out
+
+    def _on_start(self, final: bool) -> list[Delta]:
+        taken, written = self._take_slotted(self._m.start, final)
+        if taken is None:
+            return []
+        if not taken:  # a trigger that does not begin a call: the model's words after all
+            self._state = "text"
+            trigger = next(t for t in self._m.trigger_markers() if self._buffer.startswith(t))
+            self._buffer = self._buffer[len(trigger) :]
+            return self._text(trigger)
+        self._begin_call(written)
+        return []
+
+    def _begin_call(self, written: str) -> None:
+        self._state = "name"
+        self._name = ""
+        self._named = False
+        self._keys = 0
+        self._written_id = written if "{id}" in self._m.call_open else ""
+
+    def _on_name(self, final: bool) -> list[Delta]:
+        head = self._m.slot()[0]
+        if head:
+            at = self._buffer.find(head)
+        else:  # the name runs up to the first parameter or the end of the call (GLM 4.7)
+            params = self._m.params
+            ends = [self._m.call_close, params.open if params else ""]
+            found = [self._buffer.find(e) for e in ends if e and e in self._buffer]
+            at = min(found) if found else -1
+        if at < 0:
+            return []
+        self._name = self._buffer[:at].strip()
+        self._buffer = self._buffer[at + len(head) :]
+        self._state = "name_rest"
+        return []
+
+    def _on_name_rest(self, final: bool) -> list[Delta]:
+        _, placeholder, rest = self._m.slot()
+        written = ""
+        if placeholder == "{name}":  # the name again, then the rest
+            rest = self._name + rest
+        elif placeholder:
+            pattern = PLACEHOLDERS[placeholder]
+            found = re.match(pattern, self._buffer)
+            assert found is not None
+            if found.end() == len(self._buffer) and not final:
+                return []
+            written = self._buffer[: found.end()]
+        held, self._buffer = self._buffer, self._buffer[len(written) :]
+        taken = self._take(rest, final)
+        if taken is None:
+            self._buffer = held  # the placeholder's value is read again with the rest
+            return []
+        self._calls += 1
+        self._named = True
+        if placeholder == "{id}" and written:
+            self._written_id = written
+        out: list[Delta] = []
+        if "{id}" in self._m.call_close:
+            self._held = []  # the call starts once its id is read
+        else:
+            out.append(
+                ToolCallStart(call_id=self._written_id or self._new_call_id(), name=self._name)
+            )
+        if self._m.params is None:
+            self._state = "json"
+            self._scanner = JsonScanner()
+        else:
+            self._state = "params"
+            out += self._arguments("{")
+        return out
+
+    def _on_json(self, final: bool) -> list[Delta]:
+        take = 0
+        for char in self._buffer:
+            if self._scanner.done or self._scanner.ends_scalar(char):
+                self._scanner.done = True
+                break
+            self._scanner.push(char)
+            take += 1
+        text, self._buffer = self._buffer[:take], self._buffer[take:]
+        if self._scanner.done:
+            self._state = "call_close"
+        return self._arguments(text) if text.strip() or (text and self._scanner.started) else []
+
+    def _on_call_close(self, final: bool) -> list[Delta]:
+        taken, written = self._take_slotted(self._m.call_close, final)
+        if taken is None:
+            return []
+        out = self._end_call(written, at_end=not taken)  # not taken: no close marker came
+        if not taken:
+            self._state = "text"
+        return out
+
+    def _end_call(self, written: str = "", at_end: bool = False) -> list[Delta]:
+        out: list[Delta] = []
+        if self._m.params is not None:
+            out += self._arguments("}")
+        if self._held is not None:  # its id came last: the whole call now
+            call_id = written if "{id}" in self._m.call_close and written else ""
+            start = ToolCallStart(call_id=call_id or self._new_call_id(), name=self._name)
+            out = [start, ToolCallArgumentsDelta("".join(self._held))]
+            self._held = None
+        out.append(ToolCallEnd(at_end=at_end))
+        self._named = False
+        self._state = "after_call"
+        return out
+
+    def _on_after_call(self, final: bool) -> list[Delta]:
+        m = self._m
+        nxt = m.call_sep + m.call_open
+        taken, written = self._take_slotted(nxt, final)
+        if taken:
+            self._begin_call(written)
+            return []
+        if m.section_close and self._buffer.startswith(m.section_close):
+            self._buffer = self._buffer[len(m.section_close) :]
+            self._state, self._strip = "text", True
+            return []
+        waiting = taken is None or bool(
+            m.section_close and m.section_close.startswith(self._buffer)
+        )
+        if waiting and not final:
+            return []
+        self._state, self._strip = "text", True
+        return []
+
+    def _on_params(self, final: bool) -> list[Delta]:
+        params = self._m.params
+        assert params is not None
+        if self._buffer.startswith(params.open):
+            self._buffer = self._buffer[len(params.open) :]
+            self._state = "param_name"
+            return []
+        if params.open.startswith(self._buffer) and not final:
+            return []  # maybe the next parameter, still arriving
+        return self._on_call_close(final)
+
+    def _on_param_name(self, final: bool) -> list[Delta]:
+        read = self._param_name()
+        if read is None:
+            return []
+        key, self._string = read
+        self._state = "param_value"
+        self._value = ""
+        comma = ", " if self._keys else ""
+        self._keys += 1
+        head = f"{comma}{json.dumps(key, ensure_ascii=False)}: " + ('"' if self._string else "")
+        return self._arguments(head)
+
+    def _param_name(self) -> tuple[str, bool] | None:
+        """The next parameter's key, and whether its value is a string (None: not all here)."""
+        params = self._m.params
+        assert params is not None
+        closes = [params.name_close, params.json_name_close or ""]
+        found = [(self._buffer.find(c), c) for c in closes if c and c in self._buffer]
+        if not found:
+            return None
+        at, close = min(found)
+        key = self._buffer[:at]
+        self._buffer = self._buffer[at + len(close) :]
+        if params.json_name_close is not None:
+            return key, close == params.name_close
+        return key, is_string_schema(property_schema(self._tools, self._name, key)) is True
+
+    def _value_close(self, final: bool) -> str | None:
+        """What ends the current value (None: not known until more text comes)."""
+        assert self._m.params is not None
+        return self._m.params.close
+
+    def _on_param_value(self, final: bool) -> list[Delta]:
+        close = self._value_close(final)
+        if close is None:
+            return []
+        at = self._buffer.find(close)
+        if at >= 0:
+            value, self._buffer = self._buffer[:at], self._buffer[at + len(close) :]
+            self._state = "params"
+            return self._end_value(value)
+        keep = 0 if final else partial_suffix(self._buffer, (close,))
+        ready, self._buffer = (
+            self._buffer[: len(self._buffer) - keep],
+            self._buffer[len(self._buffer) - keep :],
+        )
+        if not ready:
+            return []
+        if self._string:
+            return self._arguments(json.dumps(ready, ensure_ascii=False)[1:-1])
+        self._value += ready
+        return []
+
+    def _end_value(self, rest: str) -> list[Delta]:
+        if self._string:
+            return self._arguments(json.dumps(rest, ensure_ascii=False)[1:-1] + '"')
+        raw = (self._value + rest).strip()
+        self._value = ""
+        return self._arguments(self._value_json(raw))
+
+    def _value_json(self, raw: str) -> str:
+        """A non-string value's text as JSON."""
+        return _json_text(raw, self._m.params)
+
+    # ------------------------------------------------------------ helpers
+
+    def _arguments(self, text: str) -> list[Delta]:
+        if self._held is not None:
+            self._held.append(text)
+            return []
+        return [ToolCallArgumentsDelta(text)]
+
+    def _take_slotted(self, literal: str, final: bool) -> tuple[bool | None, str]:
+        """`_take` for a literal with a placeholder; also what the model wrote there."""
+        before, placeholder, after = split_slot(literal)
+        if not placeholder:
+            return self._take(literal, final), ""
+        buffer = self._buffer
+        if not buffer.startswith(before):
+            return (None if before.startswith(buffer) and not final else False), ""
+        found = re.match(PLACEHOLDERS[placeholder], buffer[len(before) :])
+        assert found is not None
+        rest = buffer[len(before) + found.end() :]
+        if rest.startswith(after):
+            self._buffer = rest[len(after) :]
+            return True, found.group()
+        if after.startswith(rest) and not final:
+            return None, ""
+        return False, ""
+
+    def _take(self, literal: str, final: bool) -> bool | None:
+        """Consume `literal` at the buffer's start: True; None: maybe, wait; False: not it."""
+        if self._buffer.startswith(literal):
+            self._buffer = self._buffer[len(literal) :]
+            return True
+        if literal.startswith(self._buffer) and not final:
+            return None
+        return False
+
+    def _text(self, text: str) -> list[Delta]:
+        self._spoke = self._spoke or bool(text.strip())
+        return [TextDelta(text)] if text else []
+
+
+_PYTHON = {"True": "true", "False": "false", "None": "null"}
+
+
+def _json_text(raw: str, params: Params | None) -> str:
+    """A non-string parameter value as JSON (a string when it is not JSON after all)."""
+    if params is not None and params.scalars == "python" and raw in _PYTHON:
+        return _PYTHON[raw]
+    try:
+        return json.dumps(json.loads(raw), ensure_ascii=False)
+    except ValueError:
+        return json.dumps(raw, ensure_ascii=False)
