@@ -1,4 +1,4 @@
-"""The raw-text parsers on token streams: markup split anywhere never leaks as text."""
+"""The stream parser on token streams, JSON formats: markup split anywhere never leaks as text."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Callable
 import pytest
 
 from respond.engines import _base as d
-from respond.engines._parsing import Dialect, OutputParser
-from respond.engines.formats import THINK_TAGS, ParseOptions
+from respond.engines.formats import THINK_TAGS, StreamParser
+from respond.engines.formats._json import HERMES, LLAMA3, MISTRAL_V1, Dialect
+
+FORMATS = {"hermes": HERMES, "mistral": MISTRAL_V1, "llama3": LLAMA3}
 
 
 def reader(
@@ -20,10 +22,15 @@ def reader(
     thinking: bool = False,
     in_reasoning: bool = False,
     stop_at_call: bool = False,
-) -> OutputParser:
-    think = THINK_TAGS if thinking or in_reasoning else None
-    options = ParseOptions({}, think, in_reasoning, new_call_id, stop_at_call, after_block=None)
-    return OutputParser(dialect, options)
+) -> StreamParser:
+    """The format's parser; without a dialect, no tools: only the reasoning split."""
+    return FORMATS[dialect or "hermes"].parser(
+        tools={} if dialect else None,
+        think=THINK_TAGS if thinking or in_reasoning else None,
+        in_reasoning=in_reasoning,
+        new_call_id=new_call_id,
+        stop_at_call=stop_at_call,
+    )
 
 
 def parse(dialect: Dialect | None, text: str, size: int, **options: bool) -> list[d.Delta]:

@@ -21,7 +21,6 @@ from respond.engines._base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from respond.engines._parsing import JsonScanner, partial_suffix
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -29,6 +28,7 @@ from respond.engines.formats._base import (
     ProbeCall,
     StreamParser,
 )
+from respond.engines.formats._stream import JsonScanner, partial_suffix
 
 __all__ = ["FUNCTIONARY_V32"]
 

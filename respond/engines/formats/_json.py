@@ -1,16 +1,15 @@
 """The formats that write a call as one JSON object: Hermes, the first Mistral, Llama 3.
 
-Their streaming parser is the shared `OutputParser` (engines/_parsing.py), which also reads
-these calls when a model writes them freely, in any key order or spacing.
+Their markup is read with the body "object" (_stream.py): a call written freely, in any key
+order or spacing, is read too.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from respond.engines._parsing import Dialect, OutputParser
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -18,8 +17,18 @@ from respond.engines.formats._base import (
     ProbeCall,
     StreamParser,
 )
+from respond.engines.formats._spec import Markup
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["HERMES", "LLAMA3", "MISTRAL_V1", "REKA"]
+
+Dialect = Literal["hermes", "mistral", "llama3"]
+# What marks the calls of each dialect, for the parser.
+MARKUPS: dict[Dialect, Markup] = {
+    "hermes": Markup("<tool_call>", "", "</tool_call>", body="object"),
+    "mistral": Markup("[TOOL_CALLS]", "", "", call_sep=",", body="object"),
+    "llama3": Markup("<|python_tag|>", "", "", body="object", bare_start=True),
+}
 
 
 class JsonCallFormat(ChatFormat):
@@ -33,6 +42,7 @@ class JsonCallFormat(ChatFormat):
         self.markers = markers
         self.single = dialect == "llama3"  # its templates refuse more than one call a turn
         self.after_block = None  # any whitespace after </think> or a call's close
+        self.markup = MARKUPS[dialect]
 
     def _object(self, call: ProbeCall) -> str:
         key = "parameters" if self.dialect == "llama3" else "arguments"
@@ -69,7 +79,7 @@ class JsonCallFormat(ChatFormat):
         return call  # Llama 3 writes one call per turn
 
     def reader(self, options: ParseOptions) -> StreamParser:
-        return OutputParser(self.dialect, options)
+        return MarkupParser(self.markup, options)
 
 
 def repeat(rule: str, separator: str, upto: int | None) -> str:

@@ -68,6 +68,12 @@ class Markup:
     triggers: tuple[str, ...] = ()
     # Markup that is neither text nor a call (a channel header): dropped from the text.
     drops: tuple[str, ...] = ()
+    # How a call is read: "named", its name, `name_close`, then its arguments (JSON, or
+    # `params`); "object", one JSON object {"name": ..., "arguments" or "parameters": ...}
+    # in any key order (Hermes, the first Mistral, Llama 3), after `call_open`, with
+    # `call_close` (optional) after it, or a list of them when `call_sep` is ",".
+    body: Literal["named", "object"] = "named"
+    bare_start: bool = False  # the turn may be one call object, from its start (Llama 3)
 
     @property
     def start(self) -> str:

@@ -1,4 +1,22 @@
-"""The stream parser of the formats that write calls between markers (see _spec.py)."""
+"""Raw model text in, typed deltas out: text, reasoning, tool calls. One state machine.
+
+`MarkupParser.feed(chunk)` takes whatever the tokenizer produced (markup may be split
+anywhere across chunks) and returns the deltas that are certain so far; `close()` flushes
+the rest at the end of generation. Text that might be the start of markup is held back
+until it is known not to be, so `<think>`, `<tool_call>`, `[TOOL_CALLS]`, ... never reach
+the client as text, not even for one chunk.
+
+What differs between the formats is data: the call markup and how a call's body is read
+(`Markup`, _spec.py: a name then JSON arguments or parameters, or a JSON object in any key
+order), the reasoning markup and the whitespace dropped after a block (`ParseOptions`).
+Two markers at one offset: the longer is read. The formats with a syntax of their own
+(Gemma 4, LFM2.5, MiniMax M3, Kimi K3, MiniCPM 5, Command R+) read their arguments with a
+subclass's hook on the same machine. Without tools there are no call markers: what is
+left is the reasoning split (the upstream engines' `<think>` spans).
+
+A call object's arguments stream as they are generated (once `"name"` and the start of
+`"arguments"` are seen); one written in another key order is emitted whole when it closes.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +32,6 @@ from respond.engines._base import (
     ToolCallEnd,
     ToolCallStart,
 )
-from respond.engines._parsing import JsonScanner, partial_suffix, reasoning_step
 from respond.engines.formats._base import ParseOptions
 from respond.engines.formats._spec import (
     PLACEHOLDERS,
@@ -25,7 +42,50 @@ from respond.engines.formats._spec import (
     split_slot,
 )
 
-__all__ = ["MarkupParser"]
+__all__ = ["JsonScanner", "MarkupParser", "partial_suffix", "reasoning_step"]
+
+# `{"name": "x", "arguments": ` at the start of a call object: from here on the
+# arguments can be streamed as they come.
+_HEADER = re.compile(
+    r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+)
+
+
+class JsonScanner:
+    """Finds where one JSON value ends, character by character, without parsing it."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.started = False
+        self.done = False
+
+    def push(self, char: str) -> None:
+        """Consume one character of the value (call only while not done)."""
+        if self.in_string:
+            if self.escaped:
+                self.escaped = False
+            elif char == "\\":
+                self.escaped = True
+            elif char == '"':
+                self.in_string = False
+                self.done = self.depth == 0
+            return
+        if char.isspace() and not self.started:
+            return
+        self.started = True
+        if char == '"':
+            self.in_string = True
+        elif char in "{[":
+            self.depth += 1
+        elif char in "}]":
+            self.depth -= 1
+            self.done = self.depth == 0
+
+    def ends_scalar(self, char: str) -> bool:
+        """A bare scalar (number, true, ...) at depth 0 ends before a delimiter."""
+        return self.started and self.depth == 0 and not self.in_string and char in ",}] \n\t"
 
 
 State = Literal[
@@ -39,6 +99,10 @@ State = Literal[
     "param_name",
     "param_value",
     "after_call",
+    "object_open",
+    "object",
+    "object_close",
+    "object_next",
 ]
 
 
@@ -47,6 +111,7 @@ class MarkupParser:
 
     def __init__(self, markup: Markup, options: ParseOptions) -> None:
         self._m = markup
+        self.body = markup.body  # how a call is read (the same machine for every format)
         self._tools = options.tools
         self._think = options.think
         self.in_reasoning = options.in_reasoning and options.think is not None
@@ -60,7 +125,8 @@ class MarkupParser:
         self._calls = 0  # calls begun
         self._name = ""
         self._named = False  # the current call's ToolCallStart is out
-        self._scanner = JsonScanner()
+        self._scanner = JsonScanner()  # the current JSON value (a call object, or arguments)
+        self._args = JsonScanner()  # a call object's arguments, within it
         self._keys = 0  # parameters of the current call emitted
         self._string = False  # the current parameter's value is a string
         self._value = ""  # a non-string parameter value, until it closes
@@ -70,6 +136,12 @@ class MarkupParser:
         self._written_id = ""  # the id the model wrote before the call's arguments
         # The current call's arguments while its id (written after them) is not yet read.
         self._held: list[str] | None = None
+        # A call object (body "object"): its text so far, where its arguments begin in it
+        # (once its name is read), how much of them is out, and whether it is in a list.
+        self._object = ""
+        self._args_from = 0
+        self._args_sent = 0
+        self._listed = False
 
     # ------------------------------------------------------------ public
 
@@ -83,9 +155,16 @@ class MarkupParser:
     def close(self) -> list[Delta]:
         if self.halted_at is not None:
             return []
+        if self._partial_next_call():
+            self._buffer = ""  # the start of a further call's marker, cut short
         out = self._run(final=True)
-        if self._state in ("start", "name", "name_rest") or self._partial_next_call():
+        unnamed = self._state == "object" and not self._named
+        if self._state in ("start", "name", "name_rest", "object_open", "object_next") or (
+            unnamed and not self._m.bare_start
+        ):
             self._buffer = ""  # call markup cut short before its name: neither call nor text
+        elif self._state == "object":  # named, or (Llama 3) maybe a plain JSON answer
+            out += self._end_object(at_end=True)
         elif self._state == "param_value":
             out += self._end_value(self._buffer)
             out += self._end_call(at_end=True)
@@ -98,14 +177,20 @@ class MarkupParser:
 
     @property
     def unnamed_call(self) -> bool:
-        if self._state in ("start", "name", "name_rest"):
+        """A call's markup has begun, but not even its name is known yet."""
+        opened = ("start", "name", "name_rest", "object_open", "object_next")
+        if self._state in opened or (self._state == "object" and not self._named):
             return self.halted_at is None
         return self._partial_next_call()
 
     def _partial_next_call(self) -> bool:
+        """After a call, the text held back is the start of another call's marker."""
         held = self._buffer.strip()
-        nxt = split_slot(self._m.call_sep + self._m.call_open)[0].strip()
-        return self._state == "after_call" and bool(held) and nxt.startswith(held)
+        if not held or not self._calls or self._tools is None:
+            return False
+        if self._state == "after_call":
+            return split_slot(self._m.call_sep + self._m.call_open)[0].strip().startswith(held)
+        return self._state == "text" and any(t.startswith(held) for t in self._m.trigger_markers())
 
     # ------------------------------------------------------------ states
 
@@ -140,6 +225,16 @@ class MarkupParser:
                 return []
             self._strip = False
         buffer = self._buffer
+        if self._m.bare_start and self._tools is not None and not self._spoke and not self._calls:
+            # A call written as the whole turn: a JSON object from the first character.
+            stripped = buffer.lstrip()
+            if stripped.startswith("{"):
+                if self.stop_at_call:
+                    self.halted_at = self.fed - len(stripped)
+                    self._buffer = ""
+                    return []
+                self._buffer, self._state = stripped, "object"
+                return []
         triggers = self._m.trigger_markers() if self._tools is not None else ()
         markers = [*triggers, *self._m.drops]
         if self._think is not None:
@@ -188,7 +283,7 @@ class MarkupParser:
         return []
 
     def _begin_call(self, written: str) -> None:
-        self._state = "name"
+        self._state = "name" if self.body == "named" else "object_open"
         self._name = ""
         self._named = False
         self._keys = 0
@@ -300,6 +395,135 @@ class MarkupParser:
             return []
         self._state, self._strip = "text", True
         return []
+
+    # ------------------------------------------------------------ call objects
+
+    def _on_object_open(self, final: bool) -> list[Delta]:
+        """Right after the marker: a call object, or a list of them."""
+        stripped = self._buffer.lstrip()
+        self._buffer = stripped
+        if not stripped:
+            return []
+        if self._m.call_sep == "," and stripped[0] == "[":
+            self._buffer, self._state, self._listed = stripped[1:], "object_next", True
+            return []
+        self._state = "object"
+        return []
+
+    def _on_object_next(self, final: bool) -> list[Delta]:
+        stripped = self._buffer.lstrip().lstrip(",").lstrip()
+        self._buffer = stripped
+        if not stripped:
+            return []
+        if stripped[0] == "]":
+            self._buffer, self._state, self._strip = stripped[1:], "text", True
+            return []
+        self._state = "object"
+        return []
+
+    def _on_object(self, final: bool) -> list[Delta]:
+        if not self._object and not self._buffer.lstrip().startswith("{"):
+            return self._not_an_object(final)
+        if not self._object:
+            self._scanner = JsonScanner()
+        consumed = 0
+        for char in self._buffer:
+            if self._scanner.done:
+                break
+            self._scanner.push(char)
+            consumed += 1
+        self._object += self._buffer[:consumed]
+        self._buffer = self._buffer[consumed:]
+        out = self._object_arguments()
+        if self._scanner.done:
+            out += self._end_object()
+        return out
+
+    def _object_arguments(self) -> list[Delta]:
+        """The call's start once its name is read, then its arguments as far as written."""
+        out: list[Delta] = []
+        if not self._named:
+            match = _HEADER.match(self._object)
+            # Wait for the value's first character, so the whitespace before it is not sent.
+            if match is None or match.end() == len(self._object):
+                return out
+            self._named, self._args_from, self._args_sent = True, match.end(), 0
+            self._args = JsonScanner()
+            name = json.loads(f'"{match.group(1)}"')
+            out.append(ToolCallStart(call_id=self._new_call_id(), name=name))
+        pending = self._object[self._args_from + self._args_sent :]
+        take = 0
+        for char in pending:
+            if self._args.done or self._args.ends_scalar(char):
+                self._args.done = True
+                break
+            self._args.push(char)
+            take += 1
+        if take:
+            out.append(ToolCallArgumentsDelta(pending[:take]))
+            self._args_sent += take
+        return out
+
+    def _end_object(self, at_end: bool = False) -> list[Delta]:
+        text, named = self._object, self._named
+        self._object, self._named = "", False
+        self._calls += 1
+        if self._listed:
+            self._state = "object_next"
+        elif self._m.call_close:
+            self._state = "object_close"
+        else:
+            self._state, self._strip = "text", True
+        if named:
+            return [ToolCallEnd(at_end=at_end)]
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("name"), str):  # not name-first
+            arguments = data.get("arguments", data.get("parameters", {}))
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            return [
+                ToolCallStart(call_id=self._new_call_id(), name=data["name"]),
+                ToolCallArgumentsDelta(arguments),
+                ToolCallEnd(),
+            ]
+        # Not a call after all (a Llama 3 turn that is plain JSON, or broken markup): the
+        # content is the model's text; the markup around it is not.
+        self._calls -= 1
+        if not self._m.call_close:
+            self._state, self._strip, self._listed = "text", False, False
+        return self._text(text)
+
+    def _not_an_object(self, final: bool) -> list[Delta]:
+        """Markup opened but no JSON object follows: keep the words, drop the markup."""
+        self._listed = False
+        close = self._m.call_close
+        if not close:
+            self._state = "text"
+            return []
+        end = self._buffer.find(close)
+        if end < 0 and not final:
+            return []
+        body = self._buffer if end < 0 else self._buffer[:end]
+        self._buffer = "" if end < 0 else self._buffer[end + len(close) :]
+        self._state = "text"
+        return self._text(body.strip())
+
+    def _on_object_close(self, final: bool) -> list[Delta]:
+        """The close marker after a call object, where the format writes one."""
+        close, stripped = self._m.call_close, self._buffer.lstrip()
+        if stripped.startswith(close):
+            self._buffer, self._state, self._strip = stripped[len(close) :], "text", True
+        elif close.startswith(stripped) and not final:
+            self._buffer = stripped  # maybe the close marker, still arriving
+        else:  # no close marker (one cut short by the token limit is markup, not text)
+            cut = final and close.startswith(stripped)
+            self._buffer, self._state = "" if cut else stripped, "text"
+        return []
+
+    # ------------------------------------------------------------ parameters
 
     def _on_params(self, final: bool) -> list[Delta]:
         params = self._m.params
@@ -427,3 +651,31 @@ def _json_text(raw: str, params: Params | None) -> str:
         return json.dumps(json.loads(raw), ensure_ascii=False)
     except ValueError:
         return json.dumps(raw, ensure_ascii=False)
+
+
+def reasoning_step(buffer: str, close: str, *, final: bool, begun: bool) -> tuple[str, str, bool]:
+    """Reasoning read off `buffer` up to `close`: (what is ready to emit, the buffer left,
+    whether `close` was read). The reasoning is kept without the whitespace around it: the
+    templates write their own there (`<think>\n` ... `\n</think>`), and a forced call's
+    grammar has the model write theirs. `begun`: some of this block's reasoning is out."""
+    at = buffer.find(close)
+    if at >= 0:
+        ready, rest, closed = buffer[:at].rstrip(), buffer[at + len(close) :], True
+    else:
+        keep = 0 if final else partial_suffix(buffer, (close,))
+        ready = buffer[: len(buffer) - keep]
+        if not final:
+            ready = ready.rstrip()  # held: the close may come next
+        rest, closed = buffer[len(ready) :], False
+    return (ready if begun else ready.lstrip()), rest, closed
+
+
+def partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
+    """The length of the longest end of `buffer` that could begin one of `markers`."""
+    best = 0
+    for marker in markers:
+        for size in range(min(len(marker) - 1, len(buffer)), best, -1):
+            if marker.startswith(buffer[-size:]):
+                best = size
+                break
+    return best
