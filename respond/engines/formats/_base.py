@@ -44,16 +44,13 @@ THINK_TAGS = Think("<think>", "</think>", "think tags", gap="[ \\n]*")
 
 @dataclass(frozen=True)
 class ParseOptions:
-    """What one turn's parser reads by: the turn's settings and its format's reading rules."""
+    """What one turn's parser reads by, besides its format's markup: the turn's settings."""
 
     tools: ToolSchemas  # None: no tools, so call markup is the model's text
     think: Think | None  # the reasoning markup the output may hold
     in_reasoning: bool  # the prompt opened a reasoning block: the output starts inside it
     new_call_id: Callable[[], str]
     stop_at_call: bool = False  # stop where a call's markup begins (`halted_at`)
-    # Dropped before the text after a reasoning block or a turn's calls (the line breaks the
-    # templates write there); None: any whitespace.
-    after_block: str | None = "\n"
 
 
 @dataclass(frozen=True)
@@ -120,7 +117,6 @@ class ChatFormat(ABC):
     markers: tuple[str, ...] = ()  # all in a template's source: this family (when it cannot render)
     think: Think | None = None  # the family's own reasoning markup, where it has one
     single: bool = False  # one call per turn, whatever parallel_tool_calls says
-    after_block: str | None = "\n"  # ParseOptions.after_block
 
     @abstractmethod
     def render(self, calls: Sequence[ProbeCall]) -> str:
@@ -146,10 +142,7 @@ class ChatFormat(ABC):
         stop_at_call: bool,
     ) -> StreamParser:
         """A parser for one generated turn."""
-        options = ParseOptions(
-            tools, think, in_reasoning, new_call_id, stop_at_call, self.after_block
-        )
-        return self.reader(options)
+        return self.reader(ParseOptions(tools, think, in_reasoning, new_call_id, stop_at_call))
 
     @abstractmethod
     def reader(self, options: ParseOptions) -> StreamParser:

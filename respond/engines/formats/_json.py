@@ -41,7 +41,6 @@ class JsonCallFormat(ChatFormat):
         self.label = label
         self.markers = markers
         self.single = dialect == "llama3"  # its templates refuse more than one call a turn
-        self.after_block = None  # any whitespace after </think> or a call's close
         self.markup = MARKUPS[dialect]
 
     def _object(self, call: ProbeCall) -> str:

@@ -8,11 +8,13 @@ the client as text, not even for one chunk.
 
 What differs between the formats is data: the call markup and how a call's body is read
 (`Markup`, _spec.py: a name then JSON arguments or parameters, or a JSON object in any key
-order), the reasoning markup and the whitespace dropped after a block (`ParseOptions`).
-Two markers at one offset: the longer is read. The formats with a syntax of their own
-(Gemma 4, LFM2.5, MiniMax M3, Kimi K3, MiniCPM 5, Command R+) read their arguments with a
-subclass's hook on the same machine. Without tools there are no call markers: what is
-left is the reasoning split (the upstream engines' `<think>` spans).
+order), the reasoning markup (`ParseOptions.think`). The same rules for all: two markers at
+one offset, the longer is read; the line breaks after a reasoning block or a turn's calls
+are the template's, not text (spaces are kept: a marker may begin with one). The formats
+with a syntax of their own (Gemma 4, LFM2.5, MiniMax M3, Kimi K3, MiniCPM 5, Command R+)
+read their arguments with a subclass's hook on the same machine. Without tools there are
+no call markers: what is left is the reasoning split (the upstream engines' `<think>`
+spans).
 
 A call object's arguments stream as they are generated (once `"name"` and the start of
 `"arguments"` are seen); one written in another key order is emitted whole when it closes.
@@ -117,7 +119,6 @@ class MarkupParser:
         self.in_reasoning = options.in_reasoning and options.think is not None
         self._new_call_id = options.new_call_id
         self.stop_at_call = options.stop_at_call
-        self._after_block = options.after_block
         self.halted_at: int | None = None
         self.fed = 0
         self._buffer = ""
@@ -220,7 +221,7 @@ class MarkupParser:
 
     def _on_text(self, final: bool) -> list[Delta]:
         if self._strip:  # the line breaks after a reasoning block or the calls are markup
-            self._buffer = self._buffer.lstrip(self._after_block)
+            self._buffer = self._buffer.lstrip("\n")
             if not self._buffer:
                 return []
             self._strip = False
