@@ -266,3 +266,21 @@ def test_a_further_call_marker_cut_short_is_not_text(size: int) -> None:
         assert summary(out) == [("call", "f"), ("args", "{}"), ("end", "")], cut
     # Before any call, such text is the model's.
     assert summary(parse("hermes", "a <tool", size)) == [("text", "a <tool")]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_mistral_objects_without_their_list_are_calls_too(size: int) -> None:
+    text = '[TOOL_CALLS] {"name": "a", "arguments": {}}, {"arguments": {"x": 1}, "name": "b"}'
+    assert summary(parse("mistral", text, size)) == [
+        ("call", "a"),
+        ("args", "{}"),
+        ("end", ""),
+        ("call", "b"),
+        ("args", '{"x": 1}'),
+        ("end", ""),
+    ]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_marker_without_a_call_object_keeps_the_words_as_written(size: int) -> None:
+    assert summary(parse("llama3", "hi<|python_tag|>\nthere", size)) == [("text", "hi\nthere")]

@@ -138,11 +138,10 @@ class MarkupParser:
         # The current call's arguments while its id (written after them) is not yet read.
         self._held: list[str] | None = None
         # A call object (body "object"): its text so far, where its arguments begin in it
-        # (once its name is read), how much of them is out, and whether it is in a list.
+        # (once its name is read), and how much of them is out.
         self._object = ""
         self._args_from = 0
         self._args_sent = 0
-        self._listed = False
 
     # ------------------------------------------------------------ public
 
@@ -402,12 +401,13 @@ class MarkupParser:
     def _on_object_open(self, final: bool) -> list[Delta]:
         """Right after the marker: a call object, or a list of them."""
         stripped = self._buffer.lstrip()
-        self._buffer = stripped
         if not stripped:
-            return []
+            return []  # (whitespace: the words' or the markup's, not known yet)
         if self._m.call_sep == "," and stripped[0] == "[":
-            self._buffer, self._state, self._listed = stripped[1:], "object_next", True
+            self._buffer, self._state = stripped[1:], "object_next"
             return []
+        if stripped[0] == "{":
+            self._buffer = stripped
         self._state = "object"
         return []
 
@@ -469,7 +469,7 @@ class MarkupParser:
         text, named = self._object, self._named
         self._object, self._named = "", False
         self._calls += 1
-        if self._listed:
+        if self._m.call_sep == ",":  # a list, or objects written one after another
             self._state = "object_next"
         elif self._m.call_close:
             self._state = "object_close"
@@ -494,12 +494,11 @@ class MarkupParser:
         # content is the model's text; the markup around it is not.
         self._calls -= 1
         if not self._m.call_close:
-            self._state, self._strip, self._listed = "text", False, False
+            self._state, self._strip = "text", False
         return self._text(text)
 
     def _not_an_object(self, final: bool) -> list[Delta]:
         """Markup opened but no JSON object follows: keep the words, drop the markup."""
-        self._listed = False
         close = self._m.call_close
         if not close:
             self._state = "text"
