@@ -96,7 +96,7 @@ def group_of(stem: str, stops: Mapping[str, str]) -> Group:
             tools={}, think=choice.think, in_reasoning=False, new_call_id=str, stop_at_call=False
         )
         parser = type(reader).__name__
-        if isinstance(reader, MarkupParser):  # one machine: its call body reader tells them
+        if isinstance(reader, MarkupParser):  # one machine: its call body readers tell them
             parser += f":{reader.body}"
     markup = fmt is not None and fmt.think is not None
     return Group(parser, markup, opens_reasoning(stem), stops.get(stem))

@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -21,14 +20,13 @@ from respond.engines.formats._base import (
     StreamParser,
     Think,
 )
-from respond.engines.formats._spec import Markup, is_string_schema
+from respond.engines.formats._spec import Markup, WholeBody, is_string_schema
 from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["GEMMA_4"]
 
 QUOTE = '<|"|>'
 OPEN, CLOSE = "<|tool_call>call:", "}<tool_call|>"
-MARKUP = Markup(call_open=OPEN, name_close="{", call_close=CLOSE, triggers=("<|tool_call>",))
 
 
 def gemma_value(value: Any) -> str:
@@ -115,19 +113,17 @@ def _body_end(text: str) -> int:
     return -1
 
 
-class _GemmaParser(MarkupParser):
-    def _on_json(self, final: bool) -> list[Delta]:
-        end = _body_end(self._buffer)
-        if end < 0 and not final:
-            return []
-        body = self._buffer if end < 0 else self._buffer[:end]
-        self._buffer = "" if end < 0 else self._buffer[end:]
-        self._state = "call_close"
-        try:
-            arguments = _Reader(body).pairs("\0")
-        except (ValueError, IndexError):
-            arguments = {}
-        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
+def _read(body: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    return _Reader(body).pairs("\0")
+
+
+MARKUP = Markup(
+    call_open=OPEN,
+    name_close="{",
+    call_close=CLOSE,
+    triggers=("<|tool_call>",),
+    whole=WholeBody("gemma-values", _body_end, _read),
+)
 
 
 class GemmaFormat(ChatFormat):
@@ -232,7 +228,7 @@ class GemmaFormat(ChatFormat):
         return "gemma-pairs"
 
     def reader(self, options: ParseOptions) -> StreamParser:
-        return _GemmaParser(MARKUP, options)
+        return MarkupParser(MARKUP, options)
 
 
 GEMMA_4 = GemmaFormat()

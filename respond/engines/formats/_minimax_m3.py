@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
@@ -31,22 +30,13 @@ from respond.engines.formats._base import (
     Think,
 )
 from respond.engines.formats._python import members
-from respond.engines.formats._spec import Markup, is_string_schema
+from respond.engines.formats._spec import Markup, WholeBody, is_string_schema
 from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["MINIMAX_M3"]
 
 NS = "]<]minimax[>["
 END = NS + "</invoke>"
-MARKUP = Markup(
-    section_open=NS + "<tool_call>\n",
-    call_open=NS + '<invoke name="',
-    name_close='">',
-    call_close=END + "\n",
-    section_close=NS + "</tool_call>",
-    triggers=(NS + "<tool_call>",),
-    drops=("</mm:think>",),  # what the template writes for a turn without reasoning
-)
 
 
 def to_xml(value: Any) -> str:
@@ -151,19 +141,28 @@ def _scalar(text: str, kinds: list[str]) -> Any:
     return text
 
 
-class _M3Parser(MarkupParser):
-    def _on_json(self, final: bool) -> list[Delta]:
-        found = read_tags(self._buffer)
-        if found is None and not final:
-            return []
-        # Cut short: the tags there are, closed.
-        nodes, end = found or ((read_tags(self._buffer + END) or ([], 0))[0], len(self._buffer))
-        self._buffer = self._buffer[end:]
-        self._state = "call_close"
-        schema = self._tools.get(self._name) if self._tools else None
-        properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        arguments = {node.key: _value(node, _sub(properties, node.key)) for node in nodes}
-        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
+def _end(body: str) -> int:
+    found = read_tags(body)
+    return -1 if found is None else found[1]
+
+
+def _read(body: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments of a call's tags (cut short: the tags there are, closed)."""
+    nodes = (read_tags(body + END) or ([], 0))[0]
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return {node.key: _value(node, _sub(properties, node.key)) for node in nodes}
+
+
+MARKUP = Markup(
+    section_open=NS + "<tool_call>\n",
+    call_open=NS + '<invoke name="',
+    name_close='">',
+    call_close=END + "\n",
+    section_close=NS + "</tool_call>",
+    triggers=(NS + "<tool_call>",),
+    drops=("</mm:think>",),  # what the template writes for a turn without reasoning
+    whole=WholeBody("nested-xml", _end, _read),
+)
 
 
 class MiniMaxM3Format(ChatFormat):
@@ -264,7 +263,7 @@ class MiniMaxM3Format(ChatFormat):
         return kit.rule("m3-any", f"{self._text(kit)} | m3-tags")
 
     def reader(self, options: ParseOptions) -> StreamParser:
-        return _M3Parser(MARKUP, options)
+        return MarkupParser(MARKUP, options)
 
 
 MINIMAX_M3 = MiniMaxM3Format()

@@ -27,7 +27,7 @@ one piece.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "PLACEHOLDERS",
     "Markup",
     "Params",
+    "WholeBody",
     "fill",
     "is_string_schema",
     "property_schema",
@@ -52,6 +53,17 @@ class Params:
     close: str
     json_name_close: str | None = None  # after the key of a non-string value (DeepSeek DSML)
     scalars: Literal["json", "python"] = "json"
+
+
+@dataclass(frozen=True)
+class WholeBody:
+    """A call's arguments in a syntax of the format's own, read once all of them are there."""
+
+    label: str  # for people and test ids: "python-calls"
+    end: Callable[[str], int]  # where the arguments end in the text (-1: not yet)
+    # The arguments as JSON values, from their text and the function's schema (ValueError or
+    # IndexError: not arguments at all).
+    read: Callable[[str, Mapping[str, Any] | None], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class Markup:
     # in any key order (Hermes, the first Mistral, Llama 3), after `call_open`, with
     # `call_close` (optional) after it, or a list of them when `call_sep` is ",".
     body: Literal["named", "object"] = "named"
+    whole: WholeBody | None = None  # "named": arguments of its own syntax (not JSON)
     bare_start: bool = False  # the turn may be one call object, from its start (Llama 3)
 
     @property

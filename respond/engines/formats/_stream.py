@@ -7,14 +7,14 @@ until it is known not to be, so `<think>`, `<tool_call>`, `[TOOL_CALLS]`, ... ne
 the client as text, not even for one chunk.
 
 What differs between the formats is data: the call markup and how a call's body is read
-(`Markup`, _spec.py: a name then JSON arguments or parameters, or a JSON object in any key
-order), the reasoning markup (`ParseOptions.think`). The same rules for all: two markers at
-one offset, the longer is read; the line breaks after a reasoning block or a turn's calls
-are the template's, not text (spaces are kept: a marker may begin with one). The formats
-with a syntax of their own (Gemma 4, LFM2.5, MiniMax M3, Kimi K3, MiniCPM 5, Command R+)
-read their arguments with a subclass's hook on the same machine. Without tools there are
-no call markers: what is left is the reasoning split (the upstream engines' `<think>`
-spans).
+(`Markup`, _spec.py: a name then JSON arguments, parameters or arguments of the format's own
+syntax read whole, or a JSON object in any key order), the reasoning markup
+(`ParseOptions.think`). The same rules for all: two markers at one offset, the longer is
+read; the line breaks after a reasoning block or a turn's calls are the template's, not
+text (spaces are kept: a marker may begin with one). Three formats read a parameter their
+own way with a subclass's hook on the same machine (Kimi K3's typed names, MiniCPM 5's
+CDATA, Command R+'s indented JSON). Without tools there are no call markers: what is left
+is the reasoning split (the upstream engines' `<think>` spans).
 
 A call object's arguments stream as they are generated (once `"name"` and the start of
 `"arguments"` are seen); one written in another key order is emitted whole when it closes.
@@ -39,6 +39,7 @@ from respond.engines.formats._spec import (
     PLACEHOLDERS,
     Markup,
     Params,
+    WholeBody,
     is_string_schema,
     property_schema,
     split_slot,
@@ -113,7 +114,8 @@ class MarkupParser:
 
     def __init__(self, markup: Markup, options: ParseOptions) -> None:
         self._m = markup
-        self.body = markup.body  # how a call is read (the same machine for every format)
+        # How a call is read (the machine is the same for every format).
+        self.body = markup.body if markup.whole is None else markup.whole.label
         self._tools = options.tools
         self._think = options.think
         self.in_reasoning = options.in_reasoning and options.think is not None
@@ -283,7 +285,7 @@ class MarkupParser:
         return []
 
     def _begin_call(self, written: str) -> None:
-        self._state = "name" if self.body == "named" else "object_open"
+        self._state = "name" if self._m.body == "named" else "object_open"
         self._name = ""
         self._named = False
         self._keys = 0
@@ -342,6 +344,8 @@ class MarkupParser:
         return out
 
     def _on_json(self, final: bool) -> list[Delta]:
+        if self._m.whole is not None:
+            return self._whole(self._m.whole, final)
         take = 0
         for char in self._buffer:
             if self._scanner.done or self._scanner.ends_scalar(char):
@@ -353,6 +357,20 @@ class MarkupParser:
         if self._scanner.done:
             self._state = "call_close"
         return self._arguments(text) if text.strip() or (text and self._scanner.started) else []
+
+    def _whole(self, whole: WholeBody, final: bool) -> list[Delta]:
+        """Arguments of the format's own syntax, read once they are all there (or cut)."""
+        end = whole.end(self._buffer)
+        if end < 0 and not final:
+            return []
+        body = self._buffer if end < 0 else self._buffer[:end]
+        self._buffer = "" if end < 0 else self._buffer[end:]
+        self._state = "call_close"
+        try:
+            arguments = whole.read(body, self._tools.get(self._name) if self._tools else None)
+        except (ValueError, IndexError):  # not arguments at all
+            arguments = {}
+        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
 
     def _on_call_close(self, final: bool) -> list[Delta]:
         taken, written = self._take_slotted(self._m.call_close, final)
