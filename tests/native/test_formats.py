@@ -226,13 +226,13 @@ def test_reasoning_before_a_call_is_written_as_the_template_writes_it(stem: str,
     assert parsed == ("", "plan < it", expected(CALLS))
 
 
-def test_one_state_machine_reads_every_format_but_functionary_v32() -> None:
+def test_one_state_machine_reads_every_format() -> None:
     """What differs between the formats is data (Markup, ParseOptions), or a reader's hook
-    on the one machine; Functionary v3.2's >>>recipient messages keep their own parser."""
+    on the one machine."""
     for fmt in FORMATS:
         parser = fmt.parser(tools={}, think=None, in_reasoning=False, new_call_id=str,
                             stop_at_call=False)  # fmt: skip
-        assert isinstance(parser, MarkupParser) != (fmt.name == "functionary-v3.2"), fmt.name
+        assert isinstance(parser, MarkupParser), fmt.name
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])

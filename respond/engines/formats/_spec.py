@@ -87,6 +87,9 @@ class Markup:
     body: Literal["named", "object"] = "named"
     whole: WholeBody | None = None  # "named": arguments of its own syntax (not JSON)
     bare_start: bool = False  # the turn may be one call object, from its start (Llama 3)
+    # The generation prompt ends with `call_open` (Functionary v3.2's `>>>`): the turn is
+    # read as if from it, and a call's grammar (and stop_at_call's offset) starts after it.
+    opened: bool = False
 
     @property
     def start(self) -> str:

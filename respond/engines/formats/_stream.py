@@ -114,16 +114,17 @@ class MarkupParser:
 
     def __init__(self, markup: Markup, options: ParseOptions) -> None:
         self._m = markup
-        # How a call is read (the machine is the same for every format).
+        # How a call is read (the machine is the same for every format), for people.
         self.body = markup.body if markup.whole is None else markup.whole.label
+        self.body += "-opened" if markup.opened else ""
         self._tools = options.tools
         self._think = options.think
         self.in_reasoning = options.in_reasoning and options.think is not None
         self._new_call_id = options.new_call_id
         self.stop_at_call = options.stop_at_call
         self.halted_at: int | None = None
-        self.fed = 0
-        self._buffer = ""
+        self.fed = 0  # characters fed; the buffer starts at `fed - len(self._buffer)`
+        self._buffer = markup.call_open if markup.opened else ""  # the prompt's, when opened
         self._state: State = "text"
         self._calls = 0  # calls begun
         self._name = ""
@@ -239,6 +240,8 @@ class MarkupParser:
                 return []
         triggers = self._m.trigger_markers() if self._tools is not None else ()
         markers = [*triggers, *self._m.drops]
+        if self._m.opened and self._tools is None:  # no calls: the opener heads a message
+            markers.append(self._m.call_open)
         if self._think is not None:
             markers.append(self._think.open)
         found = [(buffer.find(m), m) for m in markers if m in buffer]
@@ -262,6 +265,8 @@ class MarkupParser:
         if marker in triggers:
             if self.stop_at_call:
                 self.halted_at = self.fed - len(buffer) + at
+                if self._m.opened:  # its grammar writes the call from the name on
+                    self.halted_at += len(marker)
                 self._buffer = ""
                 return out
             self._buffer = buffer[at:]
@@ -398,6 +403,12 @@ class MarkupParser:
     def _on_after_call(self, final: bool) -> list[Delta]:
         m = self._m
         nxt = m.call_sep + m.call_open
+        longer = [d for d in m.drops if len(d) > len(nxt) and d.startswith(nxt)]
+        if any(self._buffer.startswith(d) for d in longer):  # the longer marker is read
+            self._state = "text"
+            return []
+        if not final and any(d.startswith(self._buffer) for d in longer):
+            return []  # maybe the longer marker, still arriving
         taken, written = self._take_slotted(nxt, final)
         if taken:
             self._begin_call(written)
