@@ -232,7 +232,7 @@ def test_one_state_machine_reads_every_format() -> None:
     for fmt in FORMATS:
         parser = fmt.parser(tools={}, think=None, in_reasoning=False, new_call_id=str,
                             stop_at_call=False)  # fmt: skip
-        assert isinstance(parser, MarkupParser), fmt.name
+        assert type(parser) is MarkupParser, fmt.name
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])

@@ -169,12 +169,8 @@ class MarkupFormat(ChatFormat):
 
     # ------------------------------------------------------------ parsing
 
-    def _parser_type(self) -> type[MarkupParser]:
-        """The parser of this markup; a variant with its own parameter syntax names its own."""
-        return MarkupParser
-
     def reader(self, options: ParseOptions) -> StreamParser:
-        return self._parser_type()(self.markup, options)
+        return MarkupParser(self.markup, options)
 
 
 def _slotted(kit: GrammarKit, text: str, index: int) -> str:

@@ -52,7 +52,15 @@ class Params:
     name_close: str  # after the key of a string value (of every value, without json_name_close)
     close: str
     json_name_close: str | None = None  # after the key of a non-string value (DeepSeek DSML)
-    scalars: Literal["json", "python"] = "json"
+    # A non-string value as JSON; "python", a scalar as Jinja's `| string` writes it (True,
+    # None); "repr", any value so (['a'], {'k': 2}: MiniCPM 5).
+    scalars: Literal["json", "python", "repr"] = "json"
+    cdata: bool = False  # a string may be wrapped in <![CDATA[...]]> (MiniCPM 5)
+    # `name_close` may hold `{type}`: the value's JSON type, written after its key (Kimi K3).
+
+    @property
+    def typed(self) -> bool:
+        return "{type}" in self.name_close
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,26 @@ class Markup:
     # in any key order (Hermes, the first Mistral, Llama 3), after `call_open`, with
     # `call_close` (optional) after it, or a list of them when `call_sep` is ",".
     body: Literal["named", "object"] = "named"
+    indented: bool = False  # "named": JSON arguments written indented (Command R+)
     whole: WholeBody | None = None  # "named": arguments of its own syntax (not JSON)
     bare_start: bool = False  # the turn may be one call object, from its start (Llama 3)
     # The generation prompt ends with `call_open` (Functionary v3.2's `>>>`): the turn is
     # read as if from it, and a call's grammar (and stop_at_call's offset) starts after it.
     opened: bool = False
+
+    @property
+    def reader(self) -> str:
+        """How a call's body is read, for people and test ids: "named", "object", ..."""
+        if self.whole is not None:
+            return self.whole.label
+        params = self.params
+        variants = [
+            ("typed", params is not None and params.typed),
+            ("cdata", params is not None and params.cdata),
+            ("indented", self.indented),
+            ("opened", self.opened),
+        ]
+        return "-".join([self.body, *(name for name, on in variants if on)])
 
     @property
     def start(self) -> str:

@@ -35,6 +35,7 @@ from respond.engines._base import (
     ToolCallStart,
 )
 from respond.engines.formats._base import ParseOptions
+from respond.engines.formats._python import read_python
 from respond.engines.formats._spec import (
     PLACEHOLDERS,
     Markup,
@@ -46,6 +47,8 @@ from respond.engines.formats._spec import (
 )
 
 __all__ = ["JsonScanner", "MarkupParser", "partial_suffix", "reasoning_step"]
+
+CDATA_OPEN, CDATA_CLOSE = "<![CDATA[", "]]>"
 
 # `{"name": "x", "arguments": ` at the start of a call object: from here on the
 # arguments can be streamed as they come.
@@ -114,9 +117,7 @@ class MarkupParser:
 
     def __init__(self, markup: Markup, options: ParseOptions) -> None:
         self._m = markup
-        # How a call is read (the machine is the same for every format), for people.
-        self.body = markup.body if markup.whole is None else markup.whole.label
-        self.body += "-opened" if markup.opened else ""
+        self.body = markup.reader  # how a call is read (the machine is one for every format)
         self._tools = options.tools
         self._think = options.think
         self.in_reasoning = options.in_reasoning and options.think is not None
@@ -140,6 +141,8 @@ class MarkupParser:
         self._written_id = ""  # the id the model wrote before the call's arguments
         # The current call's arguments while its id (written after them) is not yet read.
         self._held: list[str] | None = None
+        self._compact = _Compact()  # indented JSON arguments, passed on as `tojson` writes them
+        self._wrapped: bool | None = None  # the current value is in CDATA (None: not read yet)
         # A call object (body "object"): its text so far, where its arguments begin in it
         # (once its name is read), and how much of them is out.
         self._object = ""
@@ -313,6 +316,7 @@ class MarkupParser:
         return []
 
     def _on_name_rest(self, final: bool) -> list[Delta]:
+        self._compact = _Compact()  # each call's arguments from the start
         _, placeholder, rest = self._m.slot()
         written = ""
         if placeholder == "{name}":  # the name again, then the rest
@@ -572,6 +576,7 @@ class MarkupParser:
         key, self._string = read
         self._state = "param_value"
         self._value = ""
+        self._wrapped = None
         comma = ", " if self._keys else ""
         self._keys += 1
         head = f"{comma}{json.dumps(key, ensure_ascii=False)}: " + ('"' if self._string else "")
@@ -581,6 +586,15 @@ class MarkupParser:
         """The next parameter's key, and whether its value is a string (None: not all here)."""
         params = self._m.params
         assert params is not None
+        if params.typed:  # the type after the key tells a string (written raw) from JSON
+            before, _, after = params.name_close.partition("{type}")
+            at = self._buffer.find(before)
+            end = self._buffer.find(after, at + len(before)) if at >= 0 else -1
+            if end < 0:
+                return None
+            key, kind = self._buffer[:at], self._buffer[at + len(before) : end]
+            self._buffer = self._buffer[end + len(after) :]
+            return key, kind == "string"
         closes = [params.name_close, params.json_name_close or ""]
         found = [(self._buffer.find(c), c) for c in closes if c and c in self._buffer]
         if not found:
@@ -594,8 +608,17 @@ class MarkupParser:
 
     def _value_close(self, final: bool) -> str | None:
         """What ends the current value (None: not known until more text comes)."""
-        assert self._m.params is not None
-        return self._m.params.close
+        params = self._m.params
+        assert params is not None
+        if params.cdata and self._wrapped is None:
+            if self._buffer.startswith(CDATA_OPEN):
+                self._buffer = self._buffer[len(CDATA_OPEN) :]
+                self._wrapped = True
+            elif CDATA_OPEN.startswith(self._buffer) and not final:
+                return None  # maybe CDATA, still arriving
+            else:
+                self._wrapped = False
+        return CDATA_CLOSE + params.close if self._wrapped else params.close
 
     def _on_param_value(self, final: bool) -> list[Delta]:
         close = self._value_close(final)
@@ -623,15 +646,15 @@ class MarkupParser:
             return self._arguments(json.dumps(rest, ensure_ascii=False)[1:-1] + '"')
         raw = (self._value + rest).strip()
         self._value = ""
-        return self._arguments(self._value_json(raw))
-
-    def _value_json(self, raw: str) -> str:
-        """A non-string value's text as JSON."""
-        return _json_text(raw, self._m.params)
+        return self._arguments(_json_text(raw, self._m.params))
 
     # ------------------------------------------------------------ helpers
 
     def _arguments(self, text: str) -> list[Delta]:
+        if self._m.indented:
+            text = self._compact.feed(text)
+            if not text:
+                return []
         if self._held is not None:
             self._held.append(text)
             return []
@@ -676,10 +699,41 @@ def _json_text(raw: str, params: Params | None) -> str:
     """A non-string parameter value as JSON (a string when it is not JSON after all)."""
     if params is not None and params.scalars == "python" and raw in _PYTHON:
         return _PYTHON[raw]
+    read = read_python if params is not None and params.scalars == "repr" else json.loads
     try:
-        return json.dumps(json.loads(raw), ensure_ascii=False)
+        return json.dumps(read(raw), ensure_ascii=False)
     except ValueError:
-        return json.dumps(raw, ensure_ascii=False)
+        return json.dumps(raw, ensure_ascii=False)  # not a literal: the text itself
+
+
+class _Compact:
+    """Indented JSON in, the same JSON out with `tojson`'s spacing (", " and ": ")."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.escaped = False
+        self.spaced = False  # the last character was "," or ":"
+
+    def feed(self, text: str) -> str:
+        out = []
+        for char in text:
+            if self.in_string:
+                out.append(char)
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.in_string = False
+                continue
+            if char.isspace():
+                continue
+            if self.spaced:
+                out.append(" ")
+            self.spaced = char in ",:"
+            self.in_string = char == '"'
+            out.append(char)
+        return "".join(out)
 
 
 def reasoning_step(buffer: str, close: str, *, final: bool, begun: bool) -> tuple[str, str, bool]:
