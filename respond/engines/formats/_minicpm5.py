@@ -13,8 +13,13 @@ from typing import Any
 from respond.engines.formats._base import GrammarKit
 from respond.engines.formats._markup import MarkupFormat
 from respond.engines.formats._python import python_value
-from respond.engines.formats._spec import Markup, Params, is_string_schema
-from respond.engines.formats._stream import CDATA_CLOSE, CDATA_OPEN
+from respond.engines.formats._spec import (
+    CDATA_CLOSE,
+    CDATA_OPEN,
+    Markup,
+    Params,
+    is_string_schema,
+)
 
 __all__ = ["MINICPM5"]
 

@@ -35,6 +35,8 @@ from respond.engines.formats._base import ToolSchemas
 
 __all__ = [
     "CALL_ID_CHARS",
+    "CDATA_CLOSE",
+    "CDATA_OPEN",
     "PLACEHOLDERS",
     "Markup",
     "Params",
@@ -150,6 +152,8 @@ def split_slot(text: str) -> tuple[str, str, str]:
 # What the model may write in each placeholder ({name}: the name it wrote before, again).
 PLACEHOLDERS = {"{i}": r"\d*", "{n}": r"\d*", "{id}": r"[A-Za-z0-9]*", "{name}": ""}
 
+
+CDATA_OPEN, CDATA_CLOSE = "<![CDATA[", "]]>"  # around a string (Params.cdata)
 
 CALL_ID_CHARS = 9  # Mistral's templates refuse any other call id
 

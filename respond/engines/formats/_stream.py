@@ -11,10 +11,9 @@ What differs between the formats is data: the call markup and how a call's body 
 syntax read whole, or a JSON object in any key order), the reasoning markup
 (`ParseOptions.think`). The same rules for all: two markers at one offset, the longer is
 read; the line breaks after a reasoning block or a turn's calls are the template's, not
-text (spaces are kept: a marker may begin with one). Three formats read a parameter their
-own way with a subclass's hook on the same machine (Kimi K3's typed names, MiniCPM 5's
-CDATA, Command R+'s indented JSON). Without tools there are no call markers: what is left
-is the reasoning split (the upstream engines' `<think>` spans).
+text (spaces are kept: a marker may begin with one). No format has a parser of its own.
+Without tools there are no call markers: what is left is the reasoning split (the upstream
+engines' `<think>` spans). The text scanning it is built on is in _scan.py.
 
 A call object's arguments stream as they are generated (once `"name"` and the start of
 `"arguments"` are seen); one written in another key order is emitted whole when it closes.
@@ -35,63 +34,32 @@ from respond.engines._base import (
     ToolCallStart,
 )
 from respond.engines.formats._base import ParseOptions
-from respond.engines.formats._python import read_python
+from respond.engines.formats._scan import (
+    Compact,
+    JsonScanner,
+    json_text,
+    partial_suffix,
+    reasoning_step,
+)
 from respond.engines.formats._spec import (
+    CDATA_CLOSE,
+    CDATA_OPEN,
     PLACEHOLDERS,
     Markup,
-    Params,
     WholeBody,
     is_string_schema,
     property_schema,
     split_slot,
 )
 
-__all__ = ["JsonScanner", "MarkupParser", "partial_suffix", "reasoning_step"]
+__all__ = ["MarkupParser"]
 
-CDATA_OPEN, CDATA_CLOSE = "<![CDATA[", "]]>"
 
 # `{"name": "x", "arguments": ` at the start of a call object: from here on the
 # arguments can be streamed as they come.
 _HEADER = re.compile(
     r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
 )
-
-
-class JsonScanner:
-    """Finds where one JSON value ends, character by character, without parsing it."""
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.in_string = False
-        self.escaped = False
-        self.started = False
-        self.done = False
-
-    def push(self, char: str) -> None:
-        """Consume one character of the value (call only while not done)."""
-        if self.in_string:
-            if self.escaped:
-                self.escaped = False
-            elif char == "\\":
-                self.escaped = True
-            elif char == '"':
-                self.in_string = False
-                self.done = self.depth == 0
-            return
-        if char.isspace() and not self.started:
-            return
-        self.started = True
-        if char == '"':
-            self.in_string = True
-        elif char in "{[":
-            self.depth += 1
-        elif char in "}]":
-            self.depth -= 1
-            self.done = self.depth == 0
-
-    def ends_scalar(self, char: str) -> bool:
-        """A bare scalar (number, true, ...) at depth 0 ends before a delimiter."""
-        return self.started and self.depth == 0 and not self.in_string and char in ",}] \n\t"
 
 
 State = Literal[
@@ -141,7 +109,7 @@ class MarkupParser:
         self._written_id = ""  # the id the model wrote before the call's arguments
         # The current call's arguments while its id (written after them) is not yet read.
         self._held: list[str] | None = None
-        self._compact = _Compact()  # indented JSON arguments, passed on as `tojson` writes them
+        self._compact = Compact()  # indented JSON arguments, passed on as `tojson` writes them
         self._wrapped: bool | None = None  # the current value is in CDATA (None: not read yet)
         # A call object (body "object"): its text so far, where its arguments begin in it
         # (once its name is read), and how much of them is out.
@@ -316,7 +284,7 @@ class MarkupParser:
         return []
 
     def _on_name_rest(self, final: bool) -> list[Delta]:
-        self._compact = _Compact()  # each call's arguments from the start
+        self._compact = Compact()  # each call's arguments from the start
         _, placeholder, rest = self._m.slot()
         written = ""
         if placeholder == "{name}":  # the name again, then the rest
@@ -646,7 +614,7 @@ class MarkupParser:
             return self._arguments(json.dumps(rest, ensure_ascii=False)[1:-1] + '"')
         raw = (self._value + rest).strip()
         self._value = ""
-        return self._arguments(_json_text(raw, self._m.params))
+        return self._arguments(json_text(raw, self._m.params))
 
     # ------------------------------------------------------------ helpers
 
@@ -690,75 +658,3 @@ class MarkupParser:
     def _text(self, text: str) -> list[Delta]:
         self._spoke = self._spoke or bool(text.strip())
         return [TextDelta(text)] if text else []
-
-
-_PYTHON = {"True": "true", "False": "false", "None": "null"}
-
-
-def _json_text(raw: str, params: Params | None) -> str:
-    """A non-string parameter value as JSON (a string when it is not JSON after all)."""
-    if params is not None and params.scalars == "python" and raw in _PYTHON:
-        return _PYTHON[raw]
-    read = read_python if params is not None and params.scalars == "repr" else json.loads
-    try:
-        return json.dumps(read(raw), ensure_ascii=False)
-    except ValueError:
-        return json.dumps(raw, ensure_ascii=False)  # not a literal: the text itself
-
-
-class _Compact:
-    """Indented JSON in, the same JSON out with `tojson`'s spacing (", " and ": ")."""
-
-    def __init__(self) -> None:
-        self.in_string = False
-        self.escaped = False
-        self.spaced = False  # the last character was "," or ":"
-
-    def feed(self, text: str) -> str:
-        out = []
-        for char in text:
-            if self.in_string:
-                out.append(char)
-                if self.escaped:
-                    self.escaped = False
-                elif char == "\\":
-                    self.escaped = True
-                elif char == '"':
-                    self.in_string = False
-                continue
-            if char.isspace():
-                continue
-            if self.spaced:
-                out.append(" ")
-            self.spaced = char in ",:"
-            self.in_string = char == '"'
-            out.append(char)
-        return "".join(out)
-
-
-def reasoning_step(buffer: str, close: str, *, final: bool, begun: bool) -> tuple[str, str, bool]:
-    """Reasoning read off `buffer` up to `close`: (what is ready to emit, the buffer left,
-    whether `close` was read). The reasoning is kept without the whitespace around it: the
-    templates write their own there (`<think>\n` ... `\n</think>`), and a forced call's
-    grammar has the model write theirs. `begun`: some of this block's reasoning is out."""
-    at = buffer.find(close)
-    if at >= 0:
-        ready, rest, closed = buffer[:at].rstrip(), buffer[at + len(close) :], True
-    else:
-        keep = 0 if final else partial_suffix(buffer, (close,))
-        ready = buffer[: len(buffer) - keep]
-        if not final:
-            ready = ready.rstrip()  # held: the close may come next
-        rest, closed = buffer[len(ready) :], False
-    return (ready if begun else ready.lstrip()), rest, closed
-
-
-def partial_suffix(buffer: str, markers: tuple[str, ...]) -> int:
-    """The length of the longest end of `buffer` that could begin one of `markers`."""
-    best = 0
-    for marker in markers:
-        for size in range(min(len(marker) - 1, len(buffer)), best, -1):
-            if marker.startswith(buffer[-size:]):
-                best = size
-                break
-    return best
