@@ -66,29 +66,19 @@ class Compact:
     """Indented JSON in, the same JSON out with `tojson`'s spacing (", " and ": ")."""
 
     def __init__(self) -> None:
-        self.in_string = False
-        self.escaped = False
+        self._json = JsonScanner()
         self.spaced = False  # the last character was "," or ":"
 
     def feed(self, text: str) -> str:
         out = []
         for char in text:
-            if self.in_string:
+            inside = self._json.in_string
+            self._json.push(char)
+            if inside:
                 out.append(char)
-                if self.escaped:
-                    self.escaped = False
-                elif char == "\\":
-                    self.escaped = True
-                elif char == '"':
-                    self.in_string = False
-                continue
-            if char.isspace():
-                continue
-            if self.spaced:
-                out.append(" ")
-            self.spaced = char in ",:"
-            self.in_string = char == '"'
-            out.append(char)
+            elif not char.isspace():
+                out.append(" " + char if self.spaced else char)
+                self.spaced = char in ",:"
         return "".join(out)
 
 

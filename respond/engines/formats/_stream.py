@@ -103,7 +103,7 @@ class MarkupParser:
         self._keys = 0  # parameters of the current call emitted
         self._string = False  # the current parameter's value is a string
         self._value = ""  # a non-string parameter value, until it closes
-        self._strip = False  # drop whitespace before the next text
+        self._strip = False  # drop the line breaks before the next text
         self._spoke = False  # text other than whitespace is out
         self._reasoned = False  # the current reasoning block's text has begun
         self._written_id = ""  # the id the model wrote before the call's arguments
