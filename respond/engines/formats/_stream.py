@@ -265,6 +265,7 @@ class MarkupParser:
         self._name = ""
         self._named = False
         self._keys = 0
+        self._compact = Compact()
         self._written_id = written if "{id}" in self._m.call_open else ""
 
     def _on_name(self, final: bool) -> list[Delta]:
@@ -284,7 +285,6 @@ class MarkupParser:
         return []
 
     def _on_name_rest(self, final: bool) -> list[Delta]:
-        self._compact = Compact()  # each call's arguments from the start
         _, placeholder, rest = self._m.slot()
         written = ""
         if placeholder == "{name}":  # the name again, then the rest
