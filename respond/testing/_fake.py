@@ -22,7 +22,7 @@ from respond.engines import (
     ToolCallStart,
     Usage,
 )
-from respond.engines._parsing import OutputParser
+from respond.engines.formats import HERMES, THINK_TAGS
 
 __all__ = ["FakeEngine", "ScriptStep"]
 
@@ -37,7 +37,7 @@ class FakeEngine(Engine):
     one repeats); each turn is a list of steps, as JSON so a server subprocess can load it:
 
         {"raw": "<think>hm</think><tool_call>{...}</tool_call>"}  model text, run through the
-                                          real OutputParser (Hermes dialect, <think> on) in
+                                          real stream parser (Hermes format, <think> on) in
                                           chunks of `chunk` characters, as tokens would arrive
         {"text": "..."} / {"reasoning": "..."} / {"call": "name", "arguments": "{...}"}
                                           deltas given directly
@@ -91,8 +91,12 @@ class FakeEngine(Engine):
 
     def _deltas(self, step: ScriptStep) -> Iterator[Delta]:
         if "raw" in step:
-            parser = OutputParser(
-                "hermes", thinking=True, new_call_id=lambda: f"call_fake{next(self._ids)}"
+            parser = HERMES.parser(
+                tools={},
+                think=THINK_TAGS,
+                in_reasoning=False,
+                new_call_id=lambda: f"call_fake{next(self._ids)}",
+                stop_at_call=False,
             )
             text = str(step["raw"])
             for start in range(0, len(text), self.chunk):

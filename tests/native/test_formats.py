@@ -26,6 +26,7 @@ from respond.engines.formats import (
     format_named,
     probe_messages,
 )
+from respond.engines.formats._stream import MarkupParser
 from respond.engines.llamacpp._grammar import CallSpec, output_grammar
 from tests.support.gbnf import accepts, bundled_vocab
 from tests.support.template_formats import chosen as detected
@@ -223,6 +224,15 @@ def test_reasoning_before_a_call_is_written_as_the_template_writes_it(stem: str,
     assert text in rendered(stem, CALLS, reasoning="plan < it")
     parsed = summary(parse(fmt, text, 3, think=fmt.think))
     assert parsed == ("", "plan < it", expected(CALLS))
+
+
+def test_one_state_machine_reads_every_format() -> None:
+    """What differs between the formats is data (Markup, ParseOptions), or a reader's hook
+    on the one machine."""
+    for fmt in FORMATS:
+        parser = fmt.parser(tools={}, think=None, in_reasoning=False, new_call_id=str,
+                            stop_at_call=False)  # fmt: skip
+        assert type(parser) is MarkupParser, fmt.name
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import gguf
 
 from respond.engines.formats import Chosen, choose_format, effort_variables
+from respond.engines.formats._stream import MarkupParser
 from respond.engines.llamacpp._engine import bundled_model_path
 from respond.engines.llamacpp._template import ChatTemplate
 from tests.support.templates import template_dir
@@ -95,6 +96,8 @@ def group_of(stem: str, stops: Mapping[str, str]) -> Group:
             tools={}, think=choice.think, in_reasoning=False, new_call_id=str, stop_at_call=False
         )
         parser = type(reader).__name__
+        if isinstance(reader, MarkupParser):  # one machine: its call body readers tell them
+            parser += f":{reader.body}"
     markup = fmt is not None and fmt.think is not None
     return Group(parser, markup, opens_reasoning(stem), stops.get(stem))
 

@@ -1,20 +1,42 @@
-"""The raw-text parsers on token streams: markup split anywhere never leaks as text."""
+"""The stream parser on token streams, JSON formats: markup split anywhere never leaks as text."""
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 
 import pytest
 
 from respond.engines import _base as d
-from respond.engines._parsing import Dialect, OutputParser
+from respond.engines.formats import THINK_TAGS, StreamParser
+from respond.engines.formats._json import HERMES, LLAMA3, MISTRAL_V1, Dialect
+
+FORMATS = {"hermes": HERMES, "mistral": MISTRAL_V1, "llama3": LLAMA3}
+
+
+def reader(
+    dialect: Dialect | None,
+    new_call_id: Callable[[], str],
+    *,
+    thinking: bool = False,
+    in_reasoning: bool = False,
+    stop_at_call: bool = False,
+) -> StreamParser:
+    """The format's parser; without a dialect, no tools: only the reasoning split."""
+    return FORMATS[dialect or "hermes"].parser(
+        tools={} if dialect else None,
+        think=THINK_TAGS if thinking or in_reasoning else None,
+        in_reasoning=in_reasoning,
+        new_call_id=new_call_id,
+        stop_at_call=stop_at_call,
+    )
 
 
 def parse(dialect: Dialect | None, text: str, size: int, **options: bool) -> list[d.Delta]:
     """Feed `text` in chunks of `size` characters, as a tokenizer would."""
     ids = itertools.count()
-    parser = OutputParser(dialect, new_call_id=lambda: f"call_{next(ids)}", **options)
+    parser = reader(dialect, lambda: f"call_{next(ids)}", **options)
     out: list[d.Delta] = []
     for start in range(0, len(text), size):
         out += parser.feed(text[start : start + size])
@@ -87,7 +109,7 @@ def test_two_hermes_calls_get_distinct_ids(size: int) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_arguments_stream_before_the_call_closes(size: int) -> None:
     ids = itertools.count()
-    parser = OutputParser("hermes", new_call_id=lambda: f"c{next(ids)}")
+    parser = reader("hermes", lambda: f"c{next(ids)}")
     text = '<tool_call>{"name": "f", "arguments": {"query": "long text here'
     out: list[d.Delta] = []
     for start in range(0, len(text), size):
@@ -184,7 +206,7 @@ def test_broken_call_keeps_words_drops_markup(size: int) -> None:
 
 def test_markup_is_held_back_mid_stream() -> None:
     ids = itertools.count()
-    parser = OutputParser("hermes", new_call_id=lambda: f"c{next(ids)}")
+    parser = reader("hermes", lambda: f"c{next(ids)}")
     assert summary(parser.feed("Hi <tool_")) == [("text", "Hi ")]
     assert parser.feed("ca") == []
     assert summary(parser.feed('ll>{"name": "x", "arguments": {}}')) == [
@@ -195,7 +217,7 @@ def test_markup_is_held_back_mid_stream() -> None:
 
 
 def test_stop_at_call_reports_where_the_markup_began() -> None:
-    parser = OutputParser("hermes", new_call_id=lambda: "c", stop_at_call=True)
+    parser = reader("hermes", lambda: "c", stop_at_call=True)
     out = parser.feed("Sure. <tool")
     out += parser.feed('_call>{"name"')
     assert summary(out) == [("text", "Sure. ")]
@@ -219,13 +241,13 @@ def test_arguments_are_json_that_parses() -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_call_markup_cut_before_its_name_is_neither_call_nor_text(size: int) -> None:
     for cut in ("<tool_call>\n", '<tool_call>\n{"na', '<tool_call>\n{"name": "f", "argu'):
-        parser = OutputParser("hermes", new_call_id=lambda: "c")
+        parser = reader("hermes", lambda: "c")
         out: list[d.Delta] = []
         for start in range(0, len(cut), size):
             out += parser.feed(cut[start : start + size])
         assert parser.unnamed_call, cut
         assert out + parser.close() == [], cut
-    parser = OutputParser("hermes", new_call_id=lambda: "c")
+    parser = reader("hermes", lambda: "c")
     parser.feed('<tool_call>{"name": "f", "arguments": {')
     assert not parser.unnamed_call
 
@@ -234,7 +256,7 @@ def test_call_markup_cut_before_its_name_is_neither_call_nor_text(size: int) -> 
 def test_a_further_call_marker_cut_short_is_not_text(size: int) -> None:
     first = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>\n'
     for cut in ("<", "<tool", "<tool_call"):
-        parser = OutputParser("hermes", new_call_id=lambda: "c")
+        parser = reader("hermes", lambda: "c")
         out: list[d.Delta] = []
         text = first + cut
         for start in range(0, len(text), size):
@@ -244,3 +266,21 @@ def test_a_further_call_marker_cut_short_is_not_text(size: int) -> None:
         assert summary(out) == [("call", "f"), ("args", "{}"), ("end", "")], cut
     # Before any call, such text is the model's.
     assert summary(parse("hermes", "a <tool", size)) == [("text", "a <tool")]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_mistral_objects_without_their_list_are_calls_too(size: int) -> None:
+    text = '[TOOL_CALLS] {"name": "a", "arguments": {}}, {"arguments": {"x": 1}, "name": "b"}'
+    assert summary(parse("mistral", text, size)) == [
+        ("call", "a"),
+        ("args", "{}"),
+        ("end", ""),
+        ("call", "b"),
+        ("args", '{"x": 1}'),
+        ("end", ""),
+    ]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_marker_without_a_call_object_keeps_the_words_as_written(size: int) -> None:
+    assert summary(parse("llama3", "hi<|python_tag|>\nthere", size)) == [("text", "hi\nthere")]

@@ -14,7 +14,15 @@ from typing import Any, Protocol
 
 from respond.engines._base import Delta
 
-__all__ = ["ChatFormat", "GrammarKit", "ProbeCall", "StreamParser", "Think", "ToolSchemas"]
+__all__ = [
+    "ChatFormat",
+    "GrammarKit",
+    "ParseOptions",
+    "ProbeCall",
+    "StreamParser",
+    "Think",
+    "ToolSchemas",
+]
 
 # A function's name -> its arguments' JSON Schema (None: any object). A parser given None
 # instead of a mapping finds no calls: without tools, call markup is the model's text.
@@ -32,6 +40,17 @@ class Think:
 
 
 THINK_TAGS = Think("<think>", "</think>", "think tags", gap="[ \\n]*")
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """What one turn's parser reads by, besides its format's markup: the turn's settings."""
+
+    tools: ToolSchemas  # None: no tools, so call markup is the model's text
+    think: Think | None  # the reasoning markup the output may hold
+    in_reasoning: bool  # the prompt opened a reasoning block: the output starts inside it
+    new_call_id: Callable[[], str]
+    stop_at_call: bool = False  # stop where a call's markup begins (`halted_at`)
 
 
 @dataclass(frozen=True)
@@ -113,7 +132,6 @@ class ChatFormat(ABC):
         """A GBNF expression for 1..max_calls of `calls` (name, schema), exactly as `render`
         writes them."""
 
-    @abstractmethod
     def parser(
         self,
         *,
@@ -124,3 +142,8 @@ class ChatFormat(ABC):
         stop_at_call: bool,
     ) -> StreamParser:
         """A parser for one generated turn."""
+        return self.reader(ParseOptions(tools, think, in_reasoning, new_call_id, stop_at_call))
+
+    @abstractmethod
+    def reader(self, options: ParseOptions) -> StreamParser:
+        """The parser of this format, reading by `options`."""

@@ -17,10 +17,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from respond.engines._base import Delta
 from respond.engines.formats._base import GrammarKit, ProbeCall
-from respond.engines.formats._markup import Markup, MarkupFormat, MarkupParser
+from respond.engines.formats._markup import MarkupFormat
 from respond.engines.formats._python import members
+from respond.engines.formats._spec import Markup
 
 __all__ = ["COMMAND_R_PLUS"]
 
@@ -130,53 +130,6 @@ class CommandRPlusFormat(MarkupFormat):
         alternatives = {"object": containers[:1], None: [scalar, *containers]}[only]
         return kit.rule(name, " | ".join(alternatives))
 
-    def _parser_type(self) -> type[MarkupParser]:
-        return CommandRParser
-
-
-class _Compact:
-    """Indented JSON in, the same JSON out with `tojson`'s spacing (", " and ": ")."""
-
-    def __init__(self) -> None:
-        self.in_string = False
-        self.escaped = False
-        self.spaced = False  # the last character was "," or ":"
-
-    def feed(self, text: str) -> str:
-        out = []
-        for char in text:
-            if self.in_string:
-                out.append(char)
-                if self.escaped:
-                    self.escaped = False
-                elif char == "\\":
-                    self.escaped = True
-                elif char == '"':
-                    self.in_string = False
-                continue
-            if char.isspace():
-                continue
-            if self.spaced:
-                out.append(" ")
-            self.spaced = char in ",:"
-            self.in_string = char == '"'
-            out.append(char)
-        return "".join(out)
-
-
-class CommandRParser(MarkupParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._compact = _Compact()
-
-    def _on_name_rest(self, final: bool) -> list[Delta]:
-        self._compact = _Compact()  # each call's arguments from the start
-        return super()._on_name_rest(final)
-
-    def _arguments(self, text: str) -> list[Delta]:
-        compact = self._compact.feed(text)
-        return super()._arguments(compact) if compact else []
-
 
 COMMAND_R_PLUS = CommandRPlusFormat(
     "command-r-plus",
@@ -189,6 +142,7 @@ COMMAND_R_PLUS = CommandRPlusFormat(
         call_sep=",\n",
         section_close="\n]```\n",
         triggers=("\nAction:\n```json", "Action:\n```json"),
+        indented=True,
     ),
     markers=("Action:", "tojson(indent=4)"),
 )

@@ -16,9 +16,10 @@ from respond.engines.formats._functionary import FUNCTIONARY_V32
 from respond.engines.formats._gemma import GEMMA_4
 from respond.engines.formats._json import HERMES, LLAMA3, MISTRAL_V1, REKA
 from respond.engines.formats._lfm2 import LFM2
-from respond.engines.formats._markup import Markup, MarkupFormat, Params
+from respond.engines.formats._markup import MarkupFormat
 from respond.engines.formats._minicpm5 import MINICPM5
 from respond.engines.formats._minimax_m3 import MINIMAX_M3
+from respond.engines.formats._spec import Markup, Params
 from respond.engines.formats._xtml import XtmlFormat
 
 __all__ = ["FORMATS", "THINKS"]

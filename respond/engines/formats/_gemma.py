@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
     Think,
-    ToolSchemas,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
+from respond.engines.formats._spec import Markup, WholeBody, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["GEMMA_4"]
 
 QUOTE = '<|"|>'
 OPEN, CLOSE = "<|tool_call>call:", "}<tool_call|>"
-MARKUP = Markup(call_open=OPEN, name_close="{", call_close=CLOSE, triggers=("<|tool_call>",))
 
 
 def gemma_value(value: Any) -> str:
@@ -114,19 +113,17 @@ def _body_end(text: str) -> int:
     return -1
 
 
-class _GemmaParser(MarkupParser):
-    def _on_json(self, final: bool) -> list[Delta]:
-        end = _body_end(self._buffer)
-        if end < 0 and not final:
-            return []
-        body = self._buffer if end < 0 else self._buffer[:end]
-        self._buffer = "" if end < 0 else self._buffer[end:]
-        self._state = "call_close"
-        try:
-            arguments = _Reader(body).pairs("\0")
-        except (ValueError, IndexError):
-            arguments = {}
-        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
+def _read(body: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    return _Reader(body).pairs("\0")
+
+
+MARKUP = Markup(
+    call_open=OPEN,
+    name_close="{",
+    call_close=CLOSE,
+    triggers=("<|tool_call>",),
+    whole=WholeBody("gemma-values", _body_end, _read),
+)
 
 
 class GemmaFormat(ChatFormat):
@@ -230,23 +227,8 @@ class GemmaFormat(ChatFormat):
         self._any(kit)
         return "gemma-pairs"
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _GemmaParser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return MarkupParser(MARKUP, options)
 
 
 GEMMA_4 = GemmaFormat()

@@ -1,27 +1,34 @@
 """The formats that write a call as one JSON object: Hermes, the first Mistral, Llama 3.
 
-Their streaming parser is the shared `OutputParser` (engines/_parsing.py), which also reads
-these calls when a model writes them freely, in any key order or spacing.
+Their markup is read with the body "object" (_stream.py): a call written freely, in any key
+order or spacing, is read too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
-from respond.engines._parsing import Dialect, OutputParser
 from respond.engines.formats._base import (
-    THINK_TAGS,
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
-    Think,
-    ToolSchemas,
 )
+from respond.engines.formats._spec import Markup
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["HERMES", "LLAMA3", "MISTRAL_V1", "REKA"]
+
+Dialect = Literal["hermes", "mistral", "llama3"]
+# What marks the calls of each dialect, for the parser.
+MARKUPS: dict[Dialect, Markup] = {
+    "hermes": Markup("<tool_call>", "", "</tool_call>", body="object"),
+    "mistral": Markup("[TOOL_CALLS]", "", "", call_sep=",", body="object"),
+    "llama3": Markup("<|python_tag|>", "", "", body="object", bare_start=True),
+}
 
 
 class JsonCallFormat(ChatFormat):
@@ -34,6 +41,7 @@ class JsonCallFormat(ChatFormat):
         self.label = label
         self.markers = markers
         self.single = dialect == "llama3"  # its templates refuse more than one call a turn
+        self.markup = MARKUPS[dialect]
 
     def _object(self, call: ProbeCall) -> str:
         key = "parameters" if self.dialect == "llama3" else "arguments"
@@ -69,23 +77,8 @@ class JsonCallFormat(ChatFormat):
             return f'{kit.lit("[TOOL_CALLS][")} {repeat(call, kit.lit(", "), max_calls)} "]"'
         return call  # Llama 3 writes one call per turn
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        # The shared parser knows <think> tags only.
-        return OutputParser(
-            self.dialect if tools is not None else None,
-            thinking=think is not None and think.open == THINK_TAGS.open,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return MarkupParser(self.markup, options)
 
 
 def repeat(rule: str, separator: str, upto: int | None) -> str:

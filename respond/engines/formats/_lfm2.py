@@ -10,33 +10,23 @@ end it) nor end with a quote; the parser reads a call's arguments once its `)` h
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
-    Think,
-    ToolSchemas,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members, python_value, read_python
+from respond.engines.formats._spec import Markup, WholeBody, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["LFM2"]
 
 OPEN, CLOSE = "<|tool_call_start|>[", "]<|tool_call_end|>"
-MARKUP = Markup(
-    section_open=OPEN,
-    call_open="",
-    name_close="(",
-    call_close=")",
-    call_sep=", ",
-    section_close=CLOSE,
-    triggers=("<|tool_call_start|>",),
-)
 _JSON_WORDS = {"true": True, "false": False, "null": None}  # models write these too
 
 
@@ -137,19 +127,16 @@ def _value(text: str) -> Any:
     return text  # neither: the text as it was written
 
 
-class _LfmParser(MarkupParser):
-    def _on_json(self, final: bool) -> list[Delta]:
-        end = arguments_end(self._buffer)
-        if end < 0 and not final:
-            return []
-        body = self._buffer if end < 0 else self._buffer[:end]
-        self._buffer = "" if end < 0 else self._buffer[end:]
-        self._state = "call_close"
-        try:
-            arguments = read_arguments(body)
-        except ValueError:  # no `key=`: not arguments at all
-            arguments = {}
-        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
+MARKUP = Markup(
+    section_open=OPEN,
+    call_open="",
+    name_close="(",
+    call_close=")",
+    call_sep=", ",
+    section_close=CLOSE,
+    triggers=("<|tool_call_start|>",),
+    whole=WholeBody("python-calls", arguments_end, lambda body, schema: read_arguments(body)),
+)
 
 
 class LfmFormat(ChatFormat):
@@ -222,23 +209,8 @@ class LfmFormat(ChatFormat):
         """A string between quotes, as it is: no quote in it followed by `,` or `)`."""
         return kit.rule("lfm-string", '"\'" ( [^\'] | "\'" [^,)] )* "\'"')
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _LfmParser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return MarkupParser(MARKUP, options)
 
 
 LFM2 = LfmFormat()

@@ -7,24 +7,22 @@ the template's `{{ value }}`), which the grammar writes (_python.py) and the par
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from respond.engines._base import Delta
 from respond.engines.formats._base import GrammarKit
-from respond.engines.formats._markup import (
+from respond.engines.formats._markup import MarkupFormat
+from respond.engines.formats._python import python_value
+from respond.engines.formats._spec import (
+    CDATA_CLOSE,
+    CDATA_OPEN,
     Markup,
-    MarkupFormat,
-    MarkupParser,
     Params,
     is_string_schema,
 )
-from respond.engines.formats._python import python_value, read_python
 
 __all__ = ["MINICPM5"]
 
-CDATA_OPEN, CDATA_CLOSE = "<![CDATA[", "]]>"
 _WRAPPED = ("<", "&", "\n")  # what makes the template wrap a string
 
 
@@ -68,36 +66,6 @@ class MiniCpm5Format(MarkupFormat):
         wrapped = f"{kit.lit(CDATA_OPEN)} {inside} [<&\\n] {inside} {kit.lit(CDATA_CLOSE)}"
         return kit.rule("minicpm-string", f"[^<&\\n]* | {wrapped}")
 
-    def _parser_type(self) -> type[MarkupParser]:
-        return MiniCpm5Parser
-
-
-class MiniCpm5Parser(MarkupParser):
-    _wrapped: bool | None = None  # the current value is in CDATA (None: not read yet)
-
-    def _on_param_name(self, final: bool) -> list[Delta]:
-        self._wrapped = None
-        return super()._on_param_name(final)
-
-    def _value_close(self, final: bool) -> str | None:
-        close = super()._value_close(final)
-        assert close is not None
-        if self._wrapped is None:
-            if self._buffer.startswith(CDATA_OPEN):
-                self._buffer = self._buffer[len(CDATA_OPEN) :]
-                self._wrapped = True
-            elif CDATA_OPEN.startswith(self._buffer) and not final:
-                return None  # maybe CDATA, still arriving
-            else:
-                self._wrapped = False
-        return CDATA_CLOSE + close if self._wrapped else close
-
-    def _value_json(self, raw: str) -> str:
-        try:
-            return json.dumps(read_python(raw), ensure_ascii=False)
-        except ValueError:
-            return json.dumps(raw, ensure_ascii=False)  # not a literal: the text itself
-
 
 MINICPM5 = MiniCpm5Format(
     "minicpm5",
@@ -105,7 +73,7 @@ MINICPM5 = MiniCpm5Format(
     Markup(
         call_open='<function name="',
         name_close='">',
-        params=Params('<param name="', '">', "</param>"),
+        params=Params('<param name="', '">', "</param>", scalars="repr", cdata=True),
         call_close="</function>",
         call_sep="\n",
     ),

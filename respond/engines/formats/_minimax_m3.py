@@ -17,35 +17,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from respond.engines._base import Delta, ToolCallArgumentsDelta
 from respond.engines.formats._base import (
     ChatFormat,
     GrammarKit,
+    ParseOptions,
     ProbeCall,
     StreamParser,
     Think,
-    ToolSchemas,
 )
-from respond.engines.formats._markup import Markup, MarkupParser, is_string_schema
 from respond.engines.formats._python import members
+from respond.engines.formats._spec import Markup, WholeBody, is_string_schema
+from respond.engines.formats._stream import MarkupParser
 
 __all__ = ["MINIMAX_M3"]
 
 NS = "]<]minimax[>["
 END = NS + "</invoke>"
-MARKUP = Markup(
-    section_open=NS + "<tool_call>\n",
-    call_open=NS + '<invoke name="',
-    name_close='">',
-    call_close=END + "\n",
-    section_close=NS + "</tool_call>",
-    triggers=(NS + "<tool_call>",),
-    drops=("</mm:think>",),  # what the template writes for a turn without reasoning
-)
 
 
 def to_xml(value: Any) -> str:
@@ -150,19 +141,28 @@ def _scalar(text: str, kinds: list[str]) -> Any:
     return text
 
 
-class _M3Parser(MarkupParser):
-    def _on_json(self, final: bool) -> list[Delta]:
-        found = read_tags(self._buffer)
-        if found is None and not final:
-            return []
-        # Cut short: the tags there are, closed.
-        nodes, end = found or ((read_tags(self._buffer + END) or ([], 0))[0], len(self._buffer))
-        self._buffer = self._buffer[end:]
-        self._state = "call_close"
-        schema = self._tools.get(self._name) if self._tools else None
-        properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        arguments = {node.key: _value(node, _sub(properties, node.key)) for node in nodes}
-        return [ToolCallArgumentsDelta(json.dumps(arguments, ensure_ascii=False))]
+def _end(body: str) -> int:
+    found = read_tags(body)
+    return -1 if found is None else found[1]
+
+
+def _read(body: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments of a call's tags (cut short: the tags there are, closed)."""
+    nodes = (read_tags(body + END) or ([], 0))[0]
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return {node.key: _value(node, _sub(properties, node.key)) for node in nodes}
+
+
+MARKUP = Markup(
+    section_open=NS + "<tool_call>\n",
+    call_open=NS + '<invoke name="',
+    name_close='">',
+    call_close=END + "\n",
+    section_close=NS + "</tool_call>",
+    triggers=(NS + "<tool_call>",),
+    drops=("</mm:think>",),  # what the template writes for a turn without reasoning
+    whole=WholeBody("nested-xml", _end, _read),
+)
 
 
 class MiniMaxM3Format(ChatFormat):
@@ -262,23 +262,8 @@ class MiniMaxM3Format(ChatFormat):
         )
         return kit.rule("m3-any", f"{self._text(kit)} | m3-tags")
 
-    def parser(
-        self,
-        *,
-        tools: ToolSchemas,
-        think: Think | None,
-        in_reasoning: bool,
-        new_call_id: Callable[[], str],
-        stop_at_call: bool,
-    ) -> StreamParser:
-        return _M3Parser(
-            MARKUP,
-            tools=tools,
-            think=think,
-            in_reasoning=in_reasoning,
-            new_call_id=new_call_id,
-            stop_at_call=stop_at_call,
-        )
+    def reader(self, options: ParseOptions) -> StreamParser:
+        return MarkupParser(MARKUP, options)
 
 
 MINIMAX_M3 = MiniMaxM3Format()

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respond.engines.formats._base import GrammarKit
-from respond.engines.formats._markup import is_string_schema
+from respond.engines.formats._spec import is_string_schema
 
 __all__ = ["members", "python_value", "read_python"]
 

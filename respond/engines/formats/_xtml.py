@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from respond.engines.formats._base import GrammarKit
-from respond.engines.formats._markup import MarkupFormat, MarkupParser, Params, is_string_schema
+from respond.engines.formats._markup import MarkupFormat
+from respond.engines.formats._spec import Params, is_string_schema
 
 __all__ = ["XtmlFormat", "xtml_type"]
 
@@ -98,20 +99,3 @@ class XtmlFormat(MarkupFormat):
                 value = kit.json_value(exact, f"{name}-{kind}")
             alternatives.append(f"{kit.lit(before + kind + after)} {value}")
         return "( " + " | ".join(alternatives) + " )"
-
-    def _parser_type(self) -> type[MarkupParser]:
-        return XtmlParser
-
-
-class XtmlParser(MarkupParser):
-    def _param_name(self) -> tuple[str, bool] | None:
-        params = self._m.params
-        assert params is not None
-        before, _, after = params.name_close.partition("{type}")
-        at = self._buffer.find(before)
-        end = self._buffer.find(after, at + len(before)) if at >= 0 else -1
-        if end < 0:
-            return None
-        key, kind = self._buffer[:at], self._buffer[at + len(before) : end]
-        self._buffer = self._buffer[end + len(after) :]
-        return key, kind == "string"

@@ -38,8 +38,8 @@ from respond.engines._base import (
     Usage,
 )
 from respond.engines._calls import RepeatGuard
-from respond.engines._parsing import OutputParser
 from respond.engines._tools import visible_tools
+from respond.engines.formats import HERMES, THINK_TAGS
 from respond.engines.upstream._common import (
     CallAdmission,
     StrictArguments,
@@ -241,7 +241,13 @@ class ChatTranslator:
         self._trailing: list[Delta] = []
         # Servers without a reasoning parser leave <think> spans in the content: the
         # shared output parser splits them out (tool calls come as fields, not markup).
-        self._think = OutputParser(None, thinking=True, new_call_id=lambda: new_id("call"))
+        self._think = HERMES.parser(
+            tools=None,  # no call markers: only the reasoning split
+            think=THINK_TAGS,
+            in_reasoning=False,
+            new_call_id=lambda: new_id("call"),
+            stop_at_call=False,
+        )
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
