@@ -12,6 +12,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,7 +30,7 @@ from openai.types.responses import (
 )
 from typing_extensions import is_typeddict
 
-from tests.support.server import Server
+from tests.support.server import Server, start_server
 
 Case = tuple[str, dict[str, Any]]
 
@@ -158,6 +159,16 @@ ALSO_NULL: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 CASES = list(_cases()) + ALSO_NULL
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server whose default output cap (-n) applies where an output cap is sent as null:
+    absent, so the bundled model at its default temperature may otherwise write until the
+    window is full (a 120 s timeout seen once in CI)."""
+    srv = start_server(Path(tmp_path_factory.mktemp("nulls")), "--threads", "2", "-n", "16")
+    yield srv
+    srv.stop()
 
 
 def test_the_sweep_covers_the_fields_clients_send_as_null() -> None:
