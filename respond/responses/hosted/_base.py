@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from respond.engines._base import FunctionSpec
+from respond.protocol.errors import APIError
+from respond.protocol.tools import FunctionTool
 from respond.responses.hosted_call import HostedTool, sanitized, visible_names
 from respond.responses.kinds import Item
 
-__all__ = ["Approved", "Hosted", "visible_names"]
+__all__ = ["Approved", "Hosted", "refuse_named_function", "visible_names"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,13 @@ class Hosted:
             if tool.server_label == server_label and tool.name == name:
                 return tool.visible
         return sanitized(name)
+
+
+def refuse_named_function(
+    tools: Sequence[object], name: str, family: str, param: str, why: str = ""
+) -> None:
+    """400 when a client function takes `name`, the function a family shows the model for
+    its tool: the model's calls of it could not be told apart. `why` ends the message."""
+    if any(isinstance(t, FunctionTool) and t.name == name for t in tools):
+        message = f"A function may not be named '{name}' beside the {family} tool{why}."
+        raise APIError(400, message, param=param)

@@ -24,8 +24,8 @@ from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, R
 from respond.protocol.errors import APIError
 from respond.protocol.limits import check_kind
 from respond.protocol.requests import CodeInterpreterCallInput, InputItem
-from respond.protocol.tools import CodeInterpreterTool, FunctionTool
-from respond.responses.hosted._base import Hosted
+from respond.protocol.tools import CodeInterpreterTool
+from respond.responses.hosted._base import Hosted, refuse_named_function
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.code_interpreter_call import VISIBLE, logs_text
@@ -88,13 +88,8 @@ class CodeInterpreterTools:
             )
         index, tool = found[0]
         where = f"tools[{index}]"
-        if any(isinstance(t, FunctionTool) and t.name == VISIBLE for t in body.tools):
-            raise APIError(
-                400,
-                f"A function may not be named '{VISIBLE}' beside the code_interpreter tool "
-                "(the model sees code_interpreter as that function).",
-                param=where,
-            )
+        why = " (the model sees code_interpreter as that function)"
+        refuse_named_function(body.tools, VISIBLE, "code_interpreter", where, why)
         executor = await self._executor(tool, where, tenant, context, body.include)
         hosted = HostedTool(
             visible=VISIBLE,

@@ -18,8 +18,8 @@ from respond.files import FileService, Hit, check_filter
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
 from respond.protocol.limits import check_kind
-from respond.protocol.tools import FileSearchTool, FunctionTool
-from respond.responses.hosted._base import Hosted
+from respond.protocol.tools import FileSearchTool
+from respond.responses.hosted._base import Hosted, refuse_named_function
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.file_search_call import search_results_text
@@ -74,12 +74,7 @@ class FileSearchTools:
             raise APIError(400, "Give at most one file_search tool.", param=f"tools[{found[1][0]}]")
         index, tool = found[0]
         where = f"tools[{index}]"
-        if any(isinstance(t, FunctionTool) and t.name == VISIBLE for t in body.tools):
-            raise APIError(
-                400,
-                "A function may not be named 'file_search' beside the file_search tool.",
-                param=where,
-            )
+        refuse_named_function(body.tools, VISIBLE, "file_search", where)
         if self.service is None:
             raise APIError(501, "This server keeps no files (it has no store).", code="unsupported")
         executor = await _Executor.make(self.service, tenant, tool, where, body.include)

@@ -24,8 +24,8 @@ from respond._ids import new_id
 from respond.containers import ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
 from respond.protocol.limits import check_kind
-from respond.protocol.tools import FunctionTool, ShellTool
-from respond.responses.hosted._base import Hosted
+from respond.protocol.tools import ShellTool
+from respond.responses.hosted._base import Hosted, refuse_named_function
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.shell_call import (
@@ -105,12 +105,7 @@ class HostedShell:
             raise APIError(400, "Give at most one shell tool.", param=f"tools[{found[-1][0]}]")
         index, tool = found[0]
         where = f"tools[{index}].environment"
-        if any(isinstance(t, FunctionTool) and t.name == NAME for t in body.tools):
-            raise APIError(
-                400,
-                f"A function may not be named '{NAME}' beside the shell tool.",
-                param=f"tools[{index}]",
-            )
+        refuse_named_function(body.tools, NAME, "shell", f"tools[{index}]")
         executor = await self._executor(tool.environment, where, tenant)
         shell = HostedTool(
             visible=NAME,

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respond.protocol.errors import APIError
-from respond.protocol.tools import FunctionTool, Tool, ToolSearchTool
-from respond.responses.hosted._base import Hosted
+from respond.protocol.tools import Tool, ToolSearchTool
+from respond.responses.hosted._base import Hosted, refuse_named_function
 from respond.responses.hosted._bm25 import rank
 from respond.responses.hosted._toolset import Deferred, Request
 from respond.responses.hosted_call import CallResult, HostedTool
@@ -69,12 +69,7 @@ def _hosted_search(tools: Sequence[Tool], deferred: Sequence[Deferred]) -> dict[
     if not found or found[0][1].execution == "client":
         return {}
     where = f"tools[{found[0][0]}]"
-    if any(isinstance(t, FunctionTool) and t.name == NAME for t in tools):
-        raise APIError(
-            400,
-            "A function may not be named 'tool_search' beside the tool_search tool.",
-            param=where,
-        )
+    refuse_named_function(tools, NAME, "tool_search", where)
     tool = HostedTool(
         visible=NAME,
         server_label=NAME,
