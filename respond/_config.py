@@ -187,8 +187,8 @@ class Timeouts:
     probe_interval: float = 5.0
 
 
-# Every default, once: the flags (_flags.py), the config file's tables, create_app and the
-# classes it builds take theirs from here.
+# Every default, once: the flags (_flags.py), the config file's tables, `assemble` (_parts.py)
+# and the classes it builds take theirs from here.
 DEFAULTS = Settings()
 
 

@@ -1,8 +1,9 @@
 """The composition root: `build_server(settings)` makes everything `respond serve` serves.
 
-From one `Settings` it builds the engines (unless given), the store, the API keys, the MCP and
-embedding setup, the sealing key and the app, and runs it under uvicorn. The command line, the
-tests and a program embedding respond all build the server here:
+From one `Settings` it builds the engines (unless given) and the `Services` (the store, the API
+keys, the MCP and embedding setup, the sealing key, the sandbox), hands them to `assemble` for
+the app's parts (respond/_parts.py) and those to `create_app`, and runs the app under uvicorn.
+The command line, the tests and a program embedding respond all build the server here:
 
     from respond import Settings, build_server
     build_server(Settings(port=9000, embedding_model="none")).run()
@@ -31,7 +32,7 @@ from respond._config_file import (
     mcp_settings,
     web_search_settings,
 )
-from respond._drain import Drain, DrainingServer
+from respond._drain import DrainingServer
 from respond.engines._base import Engine
 
 if TYPE_CHECKING:
@@ -121,11 +122,10 @@ def build_server(
     settings: Settings, *, engines: Mapping[str, Engine] | None = None, banner: bool = True
 ) -> Server:
     """The server `settings` describe; `engines` replaces the ones they would build."""
+    from respond._parts import Services, assemble
     from respond._registry import build_engines
     from respond.api._common import KeyRing
     from respond.app import create_app
-    from respond.files import ExtractLimits
-    from respond.responses.images import ImagePolicy
     from respond.responses.sealing import Sealer, load_key
     from respond.store import make_store
 
@@ -154,38 +154,19 @@ def build_server(
         keys = KeyRing.from_lines(settings.key_lines())
     except OSError as exc:
         raise SystemExit(f"respond: cannot read --api-key-file: {exc}") from exc
+    services = Services(
+        store=store,
+        keys=keys,
+        embedder=_embedder(settings, config),
+        sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
+        sandbox=_sandbox(settings),
+        mcp=mcp,
+        web_search=web_search,
+    )
     announcer = _Announcer(
         settings, served, auth=keys.enabled, banner=banner, web_search=web_search
     )
-    app = create_app(
-        served,
-        keys=keys,
-        store=store,
-        max_body_mb=settings.max_body_mb,
-        max_file_mb=settings.max_file_mb,
-        embedder=_embedder(settings, config),
-        extract_limits=ExtractLimits(
-            timeout=settings.extract_timeout,
-            max_pages=settings.extract_max_pages,
-            max_chars=settings.extract_max_chars,
-        ),
-        limits=settings.limits,
-        sealer=Sealer(load_key(settings.secret_key, settings.data_dir)),
-        n_predict=settings.n_predict,
-        background_max=settings.background_max,
-        drain=Drain(settings.drain_timeout),
-        temperature=settings.temperature,
-        metrics_auth=settings.metrics_auth,
-        keepalive=settings.keepalive,
-        on_ready=announcer,
-        mcp=mcp,
-        reasoning_events=settings.reasoning_events,
-        sandbox=_sandbox(settings),
-        images=ImagePolicy(
-            allow=tuple(settings.image_allow), allow_private=settings.image_allow_private
-        ),
-        web_search=web_search,
-    )
+    app = create_app(assemble(served, settings, services, on_ready=announcer))
     return Server(settings, served, app, announcer)
 
 

@@ -4,7 +4,7 @@ Serve the real HTTP stack over one of them to test a client, a front door or a s
 without a model (the way httpx's MockTransport stands in for a network):
 
     engine = ScriptedEngine([[TextDelta("hi"), Usage(1, 1), Finish("stop")]])
-    app = respond.create_app({engine.info.id: engine})
+    app = respond.create_app(respond.assemble({engine.info.id: engine}))
 
 - `ScriptedEngine` replays deltas (and exceptions) given in Python, one script per request.
 - `FakeEngine` plays a JSON script of raw model text through the real output parser, so

@@ -19,7 +19,7 @@ class ScriptedEngine(Engine):
     is left); an exception in a script is raised at that point, as a failing engine would::
 
         engine = ScriptedEngine([[TextDelta("hi"), Usage(1, 1), Finish("stop")]])
-        app = respond.create_app({engine.info.id: engine})
+        app = respond.create_app(respond.assemble({engine.info.id: engine}))
 
     Every turn it is given is kept in `turns`, so a test can check what the engine saw.
     With `gate`, `load()` blocks until the event is set: a model that loads slowly.

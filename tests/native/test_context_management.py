@@ -20,7 +20,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from respond.app import create_app
+from respond import Services, assemble, create_app
 from respond.engines._base import (
     ChatTurn,
     EngineError,
@@ -82,7 +82,8 @@ def engine() -> ScriptedEngine:
 
 @pytest.fixture
 def url(engine: ScriptedEngine, store: SQLiteStore) -> Iterator[str]:
-    with serving(create_app({engine.info.id: engine}, store=store, sealer=SEALER)) as base:
+    services = Services(store=store, sealer=SEALER)
+    with serving(create_app(assemble({engine.info.id: engine}, services=services))) as base:
         yield base
 
 
@@ -130,7 +131,7 @@ def test_a_bad_context_management_entry_is_a_400_naming_it(
     entry: dict[str, Any], param: str
 ) -> None:
     engine = ScriptedEngine()
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         body = {"model": engine.info.id, "input": "hi", "context_management": [entry]}
         reply = httpx.post(f"{url}/v1/responses", json=body)
     assert reply.status_code == 400, reply.text
@@ -315,7 +316,7 @@ def test_without_a_threshold_three_quarters_of_the_window_is_the_threshold() -> 
     engine = windowed(100)  # 82 tokens pass 75
     engine.enqueue(*summary_turn(), Finish("stop"))
     engine.enqueue(*answer_turn())
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         body = post(url, input=HISTORY, context_management=[{"type": "compaction"}])
     assert [item["type"] for item in body["output"]] == ["compaction", "message"]
 
@@ -330,7 +331,7 @@ def test_a_context_over_the_window_is_compacted_instead_of_refused() -> None:
         {"role": "assistant", "content": "theta " * 10},
         HISTORY[2],
     ]
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         body = post(url, input=longer, context_management=COMPACT)
     assert [item["type"] for item in body["output"]] == ["compaction", "message"]
     # The summary turn keeps the newest older items that fit, from a user message on (the
@@ -344,7 +345,7 @@ def test_a_context_over_the_window_is_compacted_instead_of_refused() -> None:
 
 def test_a_newest_part_over_the_window_is_still_a_400() -> None:
     engine = windowed(60)
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         body = {
             "model": engine.info.id,
             "input": [*HISTORY[:2], {"role": "user", "content": "zeta " * 70}],
@@ -546,7 +547,7 @@ def ws_turn(conn: Any, **body: Any) -> dict[str, Any]:
 def compacted_turns() -> tuple[ChatTurn, ChatTurn]:
     """The summary turn and the answer's turn of one compaction, as an engine gets them."""
     engine = ScriptedEngine([[*summary_turn(), Finish("stop")], answer_turn()])
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         post(url, input=HISTORY, instructions="Be brief.", context_management=COMPACT)
     summary, answer = engine.turns
     return summary, answer

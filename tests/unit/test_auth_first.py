@@ -8,12 +8,12 @@ import re
 import httpx
 import pytest
 
+from respond import Services, Settings, assemble, create_app
 from respond.api._common import KeyRing
-from respond.app import create_app
 from respond.testing import ScriptedEngine
 from tests.support.inproc import serving
 
-KEYS = KeyRing.from_lines(["alice:sk-alice"])
+KEYED = Services(keys=KeyRing.from_lines(["alice:sk-alice"]))
 # Malformed or oversized in every way a route checks before its handler runs.
 BAD_BODY = b'{"model": 1, "input": {"nested": [' + b"x" * 64 + b"]"
 BAD_QUERY = "?limit=not-a-number&order=sideways&after=&include[]=nonsense"
@@ -22,7 +22,7 @@ BAD_QUERY = "?limit=not-a-number&order=sideways&after=&include[]=nonsense"
 def _routes() -> list[tuple[str, str]]:
     """Every method and path of the API, as its OpenAPI document lists them."""
     engine = ScriptedEngine()
-    paths = create_app({engine.info.id: engine}, keys=KEYS).openapi()["paths"]
+    paths = create_app(assemble({engine.info.id: engine}, services=KEYED)).openapi()["paths"]
     return [
         (method.upper(), re.sub(r"\{[^}]+\}", "x", path))
         for path, operations in sorted(paths.items())
@@ -54,7 +54,8 @@ def test_every_json_route_is_listed() -> None:
 @pytest.fixture(scope="module")
 def url() -> object:
     engine = ScriptedEngine()
-    with serving(create_app({engine.info.id: engine}, keys=KEYS, max_body_mb=1)) as served:
+    app = create_app(assemble({engine.info.id: engine}, Settings(max_body_mb=1), KEYED))
+    with serving(app) as served:
         yield served
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from respond.app import create_app
+from respond import assemble, create_app
 from respond.testing import ScriptedEngine
 from tests.support.inproc import serving
 
@@ -28,7 +28,7 @@ def _chat_body(text: str) -> str:
 @pytest.mark.parametrize("bad", [DEEP, SURROGATE, NUL], ids=["deep", "surrogate", "nul"])
 def test_messages_and_count_tokens_refuse_hostile_bodies_in_anthropics_envelope(bad: str) -> None:
     engine = ScriptedEngine()
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         for path in ("/v1/messages", "/v1/messages/count_tokens"):
             reply = httpx.post(f"{url}{path}", content=_messages_body(bad))
             assert reply.status_code == 400, reply.text
@@ -41,7 +41,7 @@ def test_messages_and_count_tokens_refuse_hostile_bodies_in_anthropics_envelope(
 @pytest.mark.parametrize("bad", [DEEP, SURROGATE, NUL], ids=["deep", "surrogate", "nul"])
 def test_chat_refuses_hostile_bodies_in_openais_envelope(bad: str) -> None:
     engine = ScriptedEngine()
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         reply = httpx.post(f"{url}/v1/chat/completions", content=_chat_body(bad))
         assert reply.status_code == 400, reply.text
         error = reply.json()["error"]
@@ -53,7 +53,7 @@ def test_a_bug_is_a_500_in_each_apis_envelope_and_logged_as_500(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     engine = ScriptedEngine()
-    app = create_app({engine.info.id: engine})
+    app = create_app(assemble({engine.info.id: engine}))
 
     async def boom() -> None:
         raise RuntimeError("a bug")

@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Sequence
 import httpx
 import pytest
 
-from respond.app import create_app
+from respond import assemble, create_app
 from respond.engines import (
     Delta,
     DeltaOrder,
@@ -115,7 +115,7 @@ def test_a_broken_engine_fails_its_response_naming_the_rule() -> None:
     engine = ScriptedEngine()
     engine.enqueue(TextDelta("partial"), ARGS, FINISH)
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/responses", json={"input": "x", "stream": True}) as reply,
     ):
         events = list(read_events(reply))

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 
 import httpx
 
-from respond.app import create_app
+from respond import assemble, create_app
 from respond.engines import ChatTurn, Delta, Engine, Finish, ModelInfo, TextDelta, Usage
 from tests.support.inproc import serving
 
@@ -39,14 +39,14 @@ class BrokenLoadEngine(EchoEngine):
 def test_the_smallest_engine_serves_a_response() -> None:
     engine = EchoEngine()
     assert engine.load_error is None and engine.ready
-    with serving(create_app({"echo": engine})) as url:
+    with serving(create_app(assemble({"echo": engine}))) as url:
         reply = httpx.post(f"{url}/v1/responses", json={"input": "hello"})
     assert reply.status_code == 200
     assert reply.json()["output"][0]["content"][0]["text"] == "hello"
 
 
 def test_counting_tokens_is_unsupported_by_default_with_an_error_envelope() -> None:
-    with serving(create_app({"echo": EchoEngine()})) as url:
+    with serving(create_app(assemble({"echo": EchoEngine()}))) as url:
         reply = httpx.post(f"{url}/v1/responses/input_tokens", json={"input": "hello"})
     assert reply.status_code == 501
     error = reply.json()["error"]
@@ -56,7 +56,7 @@ def test_counting_tokens_is_unsupported_by_default_with_an_error_envelope() -> N
 
 def test_a_load_failure_is_reported_by_health_and_every_request() -> None:
     reason = "could not load weights.gguf: file is truncated"
-    with serving(create_app({"broken": BrokenLoadEngine()})) as url:
+    with serving(create_app(assemble({"broken": BrokenLoadEngine()}))) as url:
         health = httpx.get(f"{url}/health")
         chat = {"messages": [{"role": "user", "content": "hi"}]}
         replies = [
@@ -78,7 +78,7 @@ def test_a_context_window_without_a_token_count_is_a_clear_501() -> None:
     class WindowedEcho(EchoEngine):
         info = ModelInfo(id="windowed", owned_by="tests", context_window=512, backend="echo")
 
-    with serving(create_app({"windowed": WindowedEcho()})) as url:
+    with serving(create_app(assemble({"windowed": WindowedEcho()}))) as url:
         reply = httpx.post(f"{url}/v1/responses", json={"input": "hello"})
     assert reply.status_code == 501
     assert reply.json()["error"]["code"] == "unsupported"

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from respond.app import create_app
+from respond import assemble, create_app
 from respond.engines import _base as d
 from respond.testing import ScriptedEngine
 from tests.support.inproc import serving
@@ -19,7 +19,7 @@ from tests.support.sse import read_events
 def test_health_is_503_while_the_model_loads_then_ok() -> None:
     gate = threading.Event()
     engine = ScriptedEngine(gate=gate)
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         loading = httpx.get(f"{url}/health")
         assert loading.status_code == 503
         assert loading.json()["error"]["code"] == "model_loading"
@@ -38,7 +38,7 @@ def test_error_mid_stream_closes_items_then_one_failed_event() -> None:
     engine = ScriptedEngine()
     engine.enqueue(d.TextDelta("partial "), d.EngineError("the model crashed", code="server_error"))
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/responses", json={"input": "x", "stream": True}) as reply,
     ):
         events = list(read_events(reply))
@@ -56,7 +56,7 @@ def test_error_mid_stream_closes_items_then_one_failed_event() -> None:
 def test_error_without_stream_is_an_error_envelope() -> None:
     engine = ScriptedEngine()
     engine.enqueue(d.EngineError("upstream said no", code="upstream_error", status=502))
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         reply = httpx.post(f"{url}/v1/responses", json={"input": "x"})
     assert reply.status_code == 502
     assert reply.json()["error"]["message"] == "upstream said no"
@@ -66,7 +66,7 @@ def test_unexpected_bug_still_ends_the_stream() -> None:
     engine = ScriptedEngine()
     engine.enqueue(d.TextDelta("a"), RuntimeError("a bug"))
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/responses", json={"input": "x", "stream": True}) as reply,
     ):
         events = list(read_events(reply))
@@ -95,7 +95,7 @@ def test_chat_error_mid_stream_is_an_error_frame_then_done() -> None:
     )
     body = {"messages": [{"role": "user", "content": "x"}], "stream": True}
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/chat/completions", json=body) as reply,
     ):
         assert reply.status_code == 200
@@ -116,12 +116,12 @@ def test_chat_error_mid_stream_is_an_error_frame_then_done() -> None:
 def test_chat_error_without_stream_keeps_the_status_and_envelope() -> None:
     engine = ScriptedEngine()
     engine.enqueue(d.EngineError("upstream said no", code="upstream_error", status=502))
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         reply = httpx.post(
             f"{url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}
         )
         loading = ScriptedEngine(gate=threading.Event())
-        with serving(create_app({loading.info.id: loading})) as second:
+        with serving(create_app(assemble({loading.info.id: loading}))) as second:
             busy = httpx.post(
                 f"{second}/v1/chat/completions",
                 json={"messages": [{"role": "user", "content": "x"}]},
@@ -157,7 +157,7 @@ def test_chat_stream_translates_tool_calls_and_reasoning() -> None:
         "stream_options": {"include_usage": True},
     }
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/chat/completions", json=body) as reply,
     ):
         frames = chat_frames(reply)

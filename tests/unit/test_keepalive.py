@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from respond.app import create_app
+from respond import Services, Settings, assemble, create_app
 from respond.engines import _base as d
 from respond.responses.sealing import Sealer
 from respond.store.sqlite import SQLiteStore
@@ -35,9 +35,8 @@ def engine() -> ScriptedEngine:
 @pytest.fixture
 def url(engine: ScriptedEngine, tmp_path: Path) -> Iterator[str]:
     store = SQLiteStore(tmp_path / "s.sqlite3", ttl_seconds=600)
-    app = create_app(
-        {engine.info.id: engine}, store=store, sealer=Sealer.ephemeral(), keepalive=EVERY
-    )
+    services = Services(store=store, sealer=Sealer.ephemeral())
+    app = create_app(assemble({engine.info.id: engine}, Settings(keepalive=EVERY), services))
     with serving(app) as base:
         yield base
 
@@ -93,7 +92,7 @@ def test_keep_alives_leave_the_openai_sdk_and_the_strict_reader_whole(url: str) 
 
 
 def test_keepalive_0_turns_them_off(engine: ScriptedEngine) -> None:
-    with serving(create_app({engine.info.id: engine}, keepalive=0)) as url:
+    with serving(create_app(assemble({engine.info.id: engine}, Settings(keepalive=0)))) as url:
         lines = _lines(url, "/v1/responses", {"input": "Hi", "stream": True})
     assert KEEPALIVE not in lines
     assert any("response.completed" in line for line in lines)

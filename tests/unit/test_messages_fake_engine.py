@@ -9,7 +9,7 @@ from typing import Any
 import anthropic.types as at
 import httpx
 
-from respond.app import create_app
+from respond import Settings, assemble, create_app
 from respond.engines import _base as d
 from respond.testing import ScriptedEngine
 from tests.support.anthropic_types import strict, strict_event
@@ -33,7 +33,7 @@ def thinking_then_text() -> list[d.Delta]:
 
 def test_thinking_comes_back_with_a_sealed_signature_that_opens_again() -> None:
     engine = ScriptedEngine([thinking_then_text(), [d.TextDelta("Sure."), *DONE]])
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         first = httpx.post(f"{url}/v1/messages", json=ASK)
         assert first.status_code == 200, first.text
         message = strict(at.Message, first.json())
@@ -62,7 +62,7 @@ def test_thinking_comes_back_with_a_sealed_signature_that_opens_again() -> None:
 def test_streamed_thinking_ends_with_its_signature() -> None:
     engine = ScriptedEngine([thinking_then_text()])
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/messages", json={**ASK, "stream": True}) as reply,
     ):
         events = list(read_events(reply))
@@ -85,7 +85,7 @@ def test_streamed_thinking_ends_with_its_signature() -> None:
 
 def test_clear_thinking_drops_older_thinking_from_the_context() -> None:
     engine = ScriptedEngine([thinking_then_text(), thinking_then_text(), DONE])
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         turns = [httpx.post(f"{url}/v1/messages", json=ASK).json()["content"] for _ in range(2)]
         history = [
             {"role": "user", "content": "one"},
@@ -108,7 +108,7 @@ def test_clear_thinking_drops_older_thinking_from_the_context() -> None:
 def test_a_failure_after_the_first_byte_is_an_error_event() -> None:
     engine = ScriptedEngine([[d.TextDelta("partial "), d.EngineError("the model crashed")]])
     with (
-        serving(create_app({engine.info.id: engine})) as url,
+        serving(create_app(assemble({engine.info.id: engine}))) as url,
         httpx.stream("POST", f"{url}/v1/messages", json={**ASK, "stream": True}) as reply,
     ):
         assert reply.status_code == 200
@@ -121,7 +121,7 @@ def test_a_failure_after_the_first_byte_is_an_error_event() -> None:
 
 def test_a_failure_before_anything_streamed_is_an_error_status() -> None:
     engine = ScriptedEngine([[d.EngineError("upstream down", code="upstream_error", status=502)]])
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         reply = httpx.post(f"{url}/v1/messages", json=ASK)
     assert reply.status_code == 502
     body = strict(at.ErrorResponse, reply.json())
@@ -136,7 +136,7 @@ def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
         ({"thinking": {"type": "adaptive"}, "output_config": {"effort": "max"}}, "xhigh"),
         ({}, None),
     ]
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         for extra, _ in cases:
             assert httpx.post(f"{url}/v1/messages", json={**ASK, **extra}).status_code == 200
     assert [t.reasoning_effort for t in engine.turns] == [effort for _, effort in cases]
@@ -145,7 +145,7 @@ def test_thinking_config_and_effort_become_the_reasoning_effort() -> None:
 def test_silence_before_the_first_token_is_filled_with_pings() -> None:
     engine = ScriptedEngine([[d.TextDelta("late"), *DONE]], delay=0.4)  # a slow prompt read
     with (
-        serving(create_app({engine.info.id: engine}, keepalive=0.05)) as url,
+        serving(create_app(assemble({engine.info.id: engine}, Settings(keepalive=0.05)))) as url,
         httpx.stream("POST", f"{url}/v1/messages", json={**ASK, "stream": True}) as reply,
     ):
         events = list(read_events(reply))

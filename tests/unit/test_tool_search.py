@@ -19,7 +19,7 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
-from respond.app import create_app
+from respond import assemble, create_app
 from respond.engines import _base as d
 from respond.metrics import Metrics
 from respond.protocol.errors import APIError
@@ -213,7 +213,7 @@ def test_respond_searches_then_the_model_calls_what_it_loaded() -> None:
     engine = scripted_search_then_call()
     tools = [{"type": "tool_search"}, WEATHER, MAIL, function("now", "The time", False)]
     body = {"input": "Weather in Paris?", "tools": tools, "tool_choice": "required"}
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         with httpx.stream(
             "POST", f"{url}/v1/responses", json={**body, "stream": True}, timeout=30
         ) as reply:
@@ -268,7 +268,7 @@ def test_a_search_loads_a_namespace_member_called_with_its_namespace() -> None:
             d.Finish("stop"),
         )
     body = {"input": "Who is in Paris?", "tools": [{"type": "tool_search"}, CRM]}
-    with serving(create_app({engine.info.id: engine})) as url:
+    with serving(create_app(assemble({engine.info.id: engine}))) as url:
         reply = httpx.post(f"{url}/v1/responses", json={**body, "tool_choice": "required"})
         # OpenAI's tool_choice has no type that forces a search.
         forced = {**body, "tool_choice": {"type": "tool_search"}}
