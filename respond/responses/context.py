@@ -10,7 +10,7 @@ from respond.engines._base import ChatMessage
 from respond.protocol.errors import APIError
 from respond.protocol.requests import InputItem, InputMessage, ItemReference
 from respond.responses.kinds import Replay, replay_of
-from respond.responses.kinds._base import McpNames
+from respond.responses.kinds._base import HostedNames
 
 __all__ = ["items_to_messages", "normalize_input", "stored_item"]
 
@@ -54,7 +54,7 @@ def items_to_messages(
     *,
     vision: bool,
     param: str = "input",
-    mcp_names: McpNames | None = None,
+    hosted_names: HostedNames | None = None,
     namespaced: Callable[[str, str], str] | None = None,
 ) -> list[ChatMessage]:
     """Input items (in context order) -> chat messages, each replayed by its kind
@@ -62,13 +62,14 @@ def items_to_messages(
 
     Consecutive calls form one assistant turn with several tool calls; a reasoning item
     is carried on the assistant turn that follows it. Hosted calls (MCP, file_search)
-    replay as the function calls the model made (MCP tools named by `mcp_names`) and
-    their results; a namespace's calls under the names `namespaced` gives them.
+    replay as the function calls the model made (a server's hosted tools under the names
+    `hosted_names` gives them) and their results; a namespace's calls under the names
+    `namespaced` gives them.
     Compaction items were opened into items before this (history.py).
     """
     replay = Replay(
         vision=vision,
-        mcp_names=mcp_names or (lambda _label, name: name),
+        hosted_names=hosted_names or (lambda _label, name: name),
         namespaced=namespaced,
     )
     for index, item in enumerate(items):

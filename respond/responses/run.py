@@ -309,7 +309,7 @@ class Responses:
         messages = items_to_messages(
             items,
             vision=engine.info.vision,
-            mcp_names=hosted.visible,
+            hosted_names=hosted.visible,
             namespaced=Names(tools).visible,
         )
         # Namespaces are told once, here, not in each of their members (kinds/namespace.py).

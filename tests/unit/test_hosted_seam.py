@@ -6,10 +6,12 @@ kind's (`family="mcp"`), as a new item kind is a module of kinds/."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from respond.engines import _base as d
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.hosted import CallResult, Hosted, HostedTool, Request, Toolsets
+from respond.responses.kinds import KINDS
 from respond.responses.run import Responses
 from respond.testing import ScriptedEngine
 
@@ -67,3 +69,22 @@ async def test_a_family_defined_here_runs_inside_a_response() -> None:
     told = engine.turns[1].messages[-1]
     assert (told.role, told.content, told.tool_call_id) == ("tool", "HI", "call_1")
     assert family.requests[0].tenant == "t1"
+
+
+# Where the response runs and the app is wired: none of them may name a family, so adding
+# one is its own modules and an entry in hosted.families (composed in respond/_parts.py).
+FAMILY_FREE = [
+    "respond/responses/run.py",
+    "respond/responses/hosted/_loop.py",
+    "respond/app.py",
+    "respond/_lifespan.py",
+]
+
+
+def test_the_run_the_loop_and_the_app_name_no_family() -> None:
+    names = {family for kind in KINDS for family in kind.runs}
+    assert {"mcp", "file_search", "code_interpreter", "shell", "web_search"} <= names
+    root = Path(__file__).parents[2]
+    for path in FAMILY_FREE:
+        text = (root / path).read_text().lower()
+        assert [name for name in sorted(names) if name in text] == [], path

@@ -247,7 +247,7 @@ def test_stored_mcp_items_replay_as_calls_and_results() -> None:
             type="mcp_approval_response", approval_request_id="mcpr_1", approve=False, reason="no"
         ),
     ]
-    messages = items_to_messages(items, vision=False, mcp_names=lambda s, n: f"{s}__{n}")
+    messages = items_to_messages(items, vision=False, hosted_names=lambda s, n: f"{s}__{n}")
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
     assert messages[1].tool_calls[0].name == "s__get_nonce"
     assert messages[2].content == "n-1" and messages[2].tool_call_id == "mcp_1"

@@ -77,7 +77,7 @@ async def run_turns(
         calls_left = None if calls_left is None else max(calls_left - len(hosted.approved), 0)
         choice = d.ToolChoice(mode=_after_calls(choice, calls_left), allowed=choice.allowed)
     cancel = turn.cancel
-    tools = list(turn.tools)  # with the tools a search (tool_search) loads
+    tools = list(turn.tools)  # grows by the tools a hosted call loads (a search of deferred ones)
     # A compaction's summary, written before the loop, has its own budget (compacting.py).
     before = builder.output_tokens
     while True:

@@ -40,8 +40,9 @@ __all__ = [
 Status = Literal["completed", "incomplete", "failed"]
 ItemT = TypeVar("ItemT", bound=OutputItem)
 
-# (server_label, tool name) -> the function name the model sees for that MCP tool.
-McpNames = Callable[[str, str], str]
+# (server_label, tool name) -> the function name the model was shown for that server's hosted
+# tool (an MCP server's tool: `Hosted.visible`), in replayed items as in the request.
+HostedNames = Callable[[str, str], str]
 
 
 @dataclass
@@ -173,11 +174,11 @@ class Replay:
         self,
         *,
         vision: bool,
-        mcp_names: McpNames,
+        hosted_names: HostedNames,
         namespaced: Callable[[str, str], str] | None = None,
     ) -> None:
         self.vision = vision
-        self.mcp_names = mcp_names
+        self.hosted_names = hosted_names
         # (namespace, member) -> the function name the model sees for a namespace's tool.
         self.namespaced = namespaced or (lambda _namespace, name: name)
         self.messages: list[ChatMessage] = []

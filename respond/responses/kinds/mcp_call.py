@@ -135,7 +135,9 @@ def _approved(replay: Replay) -> set[str]:
 
 
 def _call(replay: Replay, call_id: str, label: str, name: str, arguments: str) -> None:
-    replay.call(ToolCall(call_id=call_id, name=replay.mcp_names(label, name), arguments=arguments))
+    replay.call(
+        ToolCall(call_id=call_id, name=replay.hosted_names(label, name), arguments=arguments)
+    )
 
 
 def _replay_call(item: McpCallInput, replay: Replay, where: str) -> None:

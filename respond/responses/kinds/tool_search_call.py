@@ -158,7 +158,7 @@ def _loaded_names(item: ToolSearchOutputInput, replay: Replay) -> list[str]:
         elif isinstance(tool, FunctionTool | CustomTool):
             names.append(tool.name)
         elif isinstance(tool, McpTool) and isinstance(tool.allowed_tools, list):
-            names += [replay.mcp_names(tool.server_label, name) for name in tool.allowed_tools]
+            names += [replay.hosted_names(tool.server_label, name) for name in tool.allowed_tools]
         elif isinstance(tool, McpTool):  # a whole server: named by its label
             names.append(str(tool.server_label))
     return names
