@@ -39,7 +39,7 @@ class Services:
     """What `build_server` makes from the settings and the config file. Each left out is off,
     so `Services()` is a bare app's."""
 
-    store: Store | None = None  # None: nothing is kept (no background runs, files, chains)
+    store: Store | None = None  # None: nothing is kept (no stored responses, runs or files)
     keys: KeyRing = field(default_factory=KeyRing)  # none: every request is let in
     sealer: Sealer | None = None  # None: a key of this process only (responses/sealing.py)
     embedder: Embedder | None = None  # None: files are searched lexically, no /v1/embeddings
