@@ -20,6 +20,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.context import items_to_messages
+from respond.responses.fold import fold_events
 from respond.responses.hosted import WebSearch, families
 from respond.responses.hosted._pages import PageError, _target, fetch
 from respond.responses.hosted._search import provider
@@ -118,6 +119,25 @@ async def test_a_forced_search_is_a_web_search_call_the_answer_cites(
         "start_index": said.index("[the blog]"),
         "end_index": len(said) - 1,
     }
+    # The citation streams as OpenAI's annotation.added, before the text is done; the
+    # final response's annotation is the one the event carried.
+    (added,) = [e for e in events if e.type == "response.output_text.annotation.added"]
+    assert added.model_dump() == {
+        "type": "response.output_text.annotation.added",
+        "sequence_number": added.sequence_number,
+        "item_id": message.id,
+        "output_index": 1,
+        "content_index": 0,
+        "annotation_index": 0,
+        "annotation": note,
+    }
+    types = [e.type for e in events if getattr(e, "item_id", None) == message.id]
+    assert types[-3:] == [
+        "response.output_text.annotation.added",
+        "response.output_text.done",
+        "response.content_part.done",
+    ]
+    assert fold_events(events) == response
     kinds = [e.type for e in events if "web_search_call" in e.type]
     assert kinds == [
         "response.web_search_call.in_progress",
