@@ -225,6 +225,39 @@ async def test_without_a_provider_the_tool_is_left_out(searxng: FakeSearxng) -> 
     assert refused.value.param == "tool_choice" and "--web-search" in refused.value.message
 
 
+async def test_allowed_tools_naming_web_search_keeps_its_tools_and_leaves_out_others(
+    searxng: FakeSearxng,
+) -> None:
+    lookup = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+    body = {
+        "input": "What is the capital of France?",
+        "tools": [lookup, {"type": "web_search"}],
+        "tool_choice": {
+            "type": "allowed_tools",
+            "mode": "required",
+            "tools": [{"type": "web_search"}],
+        },
+    }
+    run, engine, _ = await respond(
+        [call("web_search", {"query": "capital of France"}), answer("Paris.")], body, searxng
+    )
+    assert [item.type for item in run.builder.response.output] == ["web_search_call", "message"]
+    first, second = engine.turns
+    assert first.tool_choice.mode == "required"
+    assert first.tool_choice.allowed == ("web_search", "open_page", "find_in_page")
+    # Once it has searched, the choice is the model's, still among the allowed.
+    assert second.tool_choice == d.ToolChoice(mode="auto", allowed=first.tool_choice.allowed)
+    assert run.builder.response.tool_choice == body["tool_choice"]
+    # A hosted type the request has no tool of is a 400 naming the entry.
+    body["tool_choice"] = {
+        "type": "allowed_tools",
+        "tools": [{"type": "web_search"}, {"type": "file_search"}],
+    }
+    with pytest.raises(APIError) as refused:
+        await respond([answer("x")], body, searxng)
+    assert refused.value.status == 400 and refused.value.param == "tool_choice.tools[1]"
+
+
 @pytest.mark.parametrize(
     ("tool", "param"),
     [
