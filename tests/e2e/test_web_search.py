@@ -23,7 +23,7 @@ import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.clients import openai_client
-from tests.support.fake_searxng import FakeSearxng, PageServer
+from tests.support.fake_searxng import FakeSearxng, PageServer, flags
 from tests.support.schema import validate_event
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
@@ -34,27 +34,9 @@ CODEX_REQUEST = Path(__file__).parents[1] / "clients" / "data" / "codex-0.171.0-
 
 
 @pytest.fixture(scope="module")
-def searxng() -> Iterator[FakeSearxng]:
-    fake = FakeSearxng().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
-    root = tmp_path_factory.mktemp("pages")
-    (root / "secret.html").write_text("<title>Internal</title><p>Not for the web.</p>")
-    server = PageServer(root).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, searxng: FakeSearxng) -> Iterator[Server]:
     tmp = Path(tmp_path_factory.mktemp("web-search"))
-    srv = start_server(
-        tmp, "--threads", "2", "--web-search", "searxng", "--web-search-url", searxng.url
-    )
+    srv = start_server(tmp, "--threads", "2", *flags(searxng))
     yield srv
     srv.stop()
 

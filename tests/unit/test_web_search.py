@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,25 +29,6 @@ from tests.support.fake_searxng import FakeSearxng, PageServer
 
 END: list[d.Delta] = [d.Usage(input_tokens=5, output_tokens=3), d.Finish("stop")]
 PARIS = "https://blog.example.net/capital-of-france"
-PAGE = """<html><head><title>Opening hours</title><style>p {}</style></head>
-<body><h1>The museum</h1><p>Open from 9:00 to 17:00, every day but Monday.</p>
-<script>var x = "hidden";</script><p>Tickets at the door.</p></body></html>"""
-
-
-@pytest.fixture(scope="module")
-def searxng() -> Iterator[FakeSearxng]:
-    fake = FakeSearxng().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
-    root = tmp_path_factory.mktemp("pages")
-    (root / "museum.html").write_text(PAGE)
-    server = PageServer(root).start()
-    yield server
-    server.stop()
 
 
 def call(name: str, arguments: dict[str, Any]) -> list[d.Delta]:
