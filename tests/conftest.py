@@ -16,6 +16,9 @@ from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
 from tests.support.stores import PG_URL, pg_address
 
+# Fixtures every suite's tests share: the FAKE SearXNG and its pages (`searxng`, `pages`).
+pytest_plugins = ["tests.support.fake_searxng"]
+
 # Nothing the suite reads may lie beside the checkout: a fresh clone has nothing there.
 sys.addaudithook(outside.record)
 

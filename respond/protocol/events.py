@@ -52,6 +52,7 @@ __all__ = [
     "McpListToolsInProgress",
     "OutputItemAdded",
     "OutputItemDone",
+    "OutputTextAnnotationAdded",
     "OutputTextDelta",
     "OutputTextDone",
     "ReasoningDelta",
@@ -159,6 +160,17 @@ class OutputTextDone(_Event):
     content_index: int
     text: str
     logprobs: list[LogProb] = Field(default_factory=list)
+
+
+class OutputTextAnnotationAdded(_Event):
+    """One annotation of an output_text part (a citation), before its text is done."""
+
+    type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
+    item_id: str
+    output_index: int
+    content_index: int
+    annotation_index: int
+    annotation: dict[str, Any]
 
 
 class ReasoningTextDelta(_Event):
@@ -387,6 +399,7 @@ Event = Annotated[
     | ContentPartDone
     | OutputTextDelta
     | OutputTextDone
+    | OutputTextAnnotationAdded
     | ReasoningTextDelta
     | ReasoningTextDone
     | ReasoningDelta

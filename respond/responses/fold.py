@@ -67,6 +67,10 @@ class ResponseFold:
             part = self._text_part(event.output_index, event.content_index)
             part.text = event.text
             part.logprobs = [LogProb.model_validate(lp.model_dump()) for lp in event.logprobs]
+        elif isinstance(event, ev.OutputTextAnnotationAdded):
+            part = self._text_part(event.output_index, event.content_index)
+            assert event.annotation_index == len(part.annotations), "annotation out of order"
+            part.annotations.append(dict(event.annotation))
         elif isinstance(
             event,
             ev.ReasoningDelta | ev.ReasoningDone | ev.ReasoningTextDelta | ev.ReasoningTextDone,

@@ -345,7 +345,7 @@ class Responses:
             model=engine.info.id,
             messages=messages,
             tools=specs,
-            tool_choice=tool_choice(body, specs, hosted.forced),
+            tool_choice=tool_choice(body, specs, hosted.forced, hosted.tools),
             parallel_tool_calls=body.parallel_tool_calls,
             max_tool_calls=body.max_tool_calls,
             json_schema=json_schema,

@@ -33,7 +33,8 @@ from respond.protocol.requests import (
     ToolSearchCallInput,
     ToolSearchOutputInput,
 )
-from respond.protocol.tools import FunctionTool, OtherTool
+from respond.protocol.tools import WEB_SEARCH_TYPES, FunctionTool, OtherTool
+from respond.responses.hosted_call import HostedTool
 from respond.responses.kinds import shown
 from respond.responses.kinds.custom_tool_call import shown as custom_shown
 from respond.responses.kinds.namespace import Member, Names
@@ -131,12 +132,14 @@ def tool_choice(
     body: CreateResponseBody,
     specs: Sequence[FunctionSpec],
     hosted_forced: tuple[str, ...] | None = None,
+    hosted: Mapping[str, HostedTool] | None = None,
 ) -> ToolChoice:
     """The tool_choice as an engine sees it; names must be functions of this request.
 
     `hosted_forced`: the function names of the hosted tools a choice of a hosted family's
     type names ({"type": "mcp"}, {"type": "file_search"}, {"type": "web_search"}, ...),
-    resolved by that family (hosted/).
+    resolved by that family (hosted/). `hosted`: the run's hosted tools by the name the
+    model sees, which an allowed_tools list names by their type.
     """
     choice = body.tool_choice
     if choice == "required" and not specs:
@@ -171,6 +174,9 @@ def tool_choice(
             if isinstance(tool, dict) and tool.get("type") in by_type:
                 allowed.append(by_type[tool["type"]])
                 continue
+            if isinstance(tool, dict) and tool.get("type") in _HOSTED_TYPES:
+                allowed += _hosted_allowed(tool, hosted or {}, where)
+                continue
             if not isinstance(tool, dict) or tool.get("type") not in ("function", "custom"):
                 _cannot_force(tool.get("type") if isinstance(tool, dict) else None, where)
             name = names.chosen(tool.get("name"), tool.get("namespace"))
@@ -179,6 +185,49 @@ def tool_choice(
         return ToolChoice(mode=mode, allowed=tuple(allowed))
     _cannot_force(kind, "tool_choice")
     raise AssertionError("unreachable")
+
+
+# allowed_tools entry type -> the hosted family whose tools it names.
+_HOSTED_TYPES = {
+    **dict.fromkeys(WEB_SEARCH_TYPES, "web_search"),
+    **{family: family for family in ("mcp", "file_search", "code_interpreter", "shell")},
+    "tool_search": "tool_search",
+}
+
+
+def _hosted_allowed(
+    entry: Mapping[str, Any], hosted: Mapping[str, HostedTool], where: str
+) -> list[str]:
+    """The names the model sees for the hosted tools an allowed_tools entry names: all of
+    its family's (an MCP server's by server_label, one of its tools when `name` is given);
+    none is a 400."""
+    kind = entry["type"]
+    family = _HOSTED_TYPES[kind]
+    label, name = entry.get("server_label"), entry.get("name")
+    if family == "mcp" and not isinstance(label, str):
+        raise APIError(
+            400,
+            "An mcp entry of allowed_tools needs the server_label of an mcp tool.",
+            param=f"{where}.server_label",
+            code="missing_required_parameter",
+        )
+    named = [
+        tool.visible
+        for tool in hosted.values()
+        if tool.family == family
+        and (family != "mcp" or (tool.server_label == label and name in (None, tool.name)))
+    ]
+    if not named:
+        what = f"the MCP server '{label}'" + (f" (tool '{name}')" if name else "")
+        what = what if family == "mcp" else f"a '{kind}' tool"
+        raise APIError(
+            400,
+            f"tool_choice.tools names {what}, which is not among this request's tools "
+            "respond runs.",
+            param=where,
+            code="invalid_value",
+        )
+    return named
 
 
 def _chosen_by_type(body: CreateResponseBody) -> dict[str, str]:

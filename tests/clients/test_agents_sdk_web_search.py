@@ -27,29 +27,16 @@ from agents.items import ToolCallItem
 from openai.types.responses import ResponseFunctionWebSearch
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
-from tests.support.fake_searxng import FakeSearxng
+from tests.support.fake_searxng import FakeSearxng, flags
 from tests.support.server import Server, start_server
 
 set_tracing_disabled(True)
 
 
 @pytest.fixture(scope="module")
-def searxng() -> Iterator[FakeSearxng]:
-    fake = FakeSearxng().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def searcher(tmp_path_factory: pytest.TempPathFactory, searxng: FakeSearxng) -> Iterator[Server]:
     srv = start_server(
-        Path(tmp_path_factory.mktemp("agents-web")),
-        "--threads",
-        "2",
-        "--web-search",
-        "searxng",
-        "--web-search-url",
-        searxng.url,
+        Path(tmp_path_factory.mktemp("agents-web")), "--threads", "2", *flags(searxng)
     )
     yield srv
     srv.stop()

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
+from tests.support.fake_searxng import FakeSearxng, flags
 from tests.support.fake_server import recorded_turns, start_fake_server
 from tests.support.server import Server, start_server
 
@@ -63,7 +64,13 @@ def codex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def codex_home(
-    tmp: Path, server: Server, *, websockets: bool, model: str = BUNDLED_ALIAS, mcp: bool = False
+    tmp: Path,
+    server: Server,
+    *,
+    websockets: bool,
+    model: str = BUNDLED_ALIAS,
+    mcp: bool = False,
+    web_search: str | None = None,
 ) -> Path:
     home = tmp / "codex-home"
     home.mkdir()
@@ -74,6 +81,7 @@ def codex_home(
 model = "{model}"
 model_provider = "respond"
 model_instructions_file = "{instructions}"
+{f'web_search = "{web_search}"' if web_search else ""}
 
 [model_providers.respond]
 name = "respond"
@@ -114,11 +122,20 @@ enabled = false
 
 
 def run_codex(
-    tmp: Path, server: Server, *, websockets: bool, model: str = BUNDLED_ALIAS, mcp: bool = False
+    tmp: Path,
+    server: Server,
+    *,
+    websockets: bool,
+    model: str = BUNDLED_ALIAS,
+    mcp: bool = False,
+    web_search: str | None = None,
+    prompt: str = PROMPT,
 ) -> tuple[list[dict[str, Any]], str]:
     work = tmp / "work"
     work.mkdir()
-    home = codex_home(tmp, server, websockets=websockets, model=model, mcp=mcp)
+    home = codex_home(
+        tmp, server, websockets=websockets, model=model, mcp=mcp, web_search=web_search
+    )
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(tmp),
@@ -126,7 +143,7 @@ def run_codex(
         "RESPOND_API_KEY": KEY,
     }
     done = subprocess.run(
-        [str(CODEX), "exec", "--json", "--skip-git-repo-check", "-s", "read-only", PROMPT],
+        [str(CODEX), "exec", "--json", "--skip-git-repo-check", "-s", "read-only", prompt],
         cwd=work,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -311,3 +328,42 @@ def test_codex_runs_a_namespaced_mcp_call(tmp_path: Path) -> None:
     assert f"- {NAMESPACE}: " in first["messages"][0]["content"]  # the system prompt
     answers = [m for m in second["messages"] if m["role"] == "tool"]
     assert len(answers) == 1 and f"Echo: {message}" in answers[0]["content"], answers
+
+
+def test_codex_exec_with_live_web_search_runs_respond_s_search(
+    tmp_path: Path, searxng: FakeSearxng
+) -> None:
+    """`codex exec` with `web_search = "live"` sends its web_search tool; respond, started
+    with the FAKE SearXNG as its search provider, offers it to the model, and the search
+    the FAKE scripted engine makes (the tiny model searches by no choice of its own) runs
+    inside the response: Codex gets a web_search_call, then the answer."""
+    query = "capital of France"
+    script = [
+        [{"call": "web_search", "arguments": json.dumps({"query": query})}],
+        [{"text": "Paris, says https://blog.example.net/capital-of-france"}],
+    ]
+    server, record = start_fake_server(tmp_path / "server", script, flags=flags(searxng))
+    try:
+        events, stderr = run_codex(
+            tmp_path,
+            server,
+            websockets=False,
+            model="fake-model",
+            web_search="live",
+            prompt="What is the capital of France? Search the web.",
+        )
+    finally:
+        server.stop()
+    assert_clean_turn(events, stderr, model="fake-model")
+    assert searxng.queries == [query]
+    first, second = recorded_turns(record)
+    # Live: the search and the page tools (cached search offers the search alone).
+    assert {"web_search", "open_page", "find_in_page"} <= set(first["tools"]), first["tools"]
+    told = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(told) == 1 and "https://blog.example.net/capital-of-france" in told[0]["content"]
+    items = [event["item"] for event in events if event["type"] == "item.completed"]
+    searched = [item for item in items if item["type"] == "web_search"]
+    assert [item.get("query") for item in searched] == [query], items
+    assert [item["text"] for item in items if item["type"] == "agent_message"] == [
+        script[1][0]["text"]
+    ]

@@ -23,7 +23,7 @@ import pytest
 
 from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.clients import openai_client
-from tests.support.fake_searxng import FakeSearxng, PageServer
+from tests.support.fake_searxng import FakeSearxng, PageServer, flags
 from tests.support.schema import validate_event
 from tests.support.server import Server, start_server
 from tests.support.sse import read_events
@@ -34,27 +34,9 @@ CODEX_REQUEST = Path(__file__).parents[1] / "clients" / "data" / "codex-0.171.0-
 
 
 @pytest.fixture(scope="module")
-def searxng() -> Iterator[FakeSearxng]:
-    fake = FakeSearxng().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
-    root = tmp_path_factory.mktemp("pages")
-    (root / "secret.html").write_text("<title>Internal</title><p>Not for the web.</p>")
-    server = PageServer(root).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, searxng: FakeSearxng) -> Iterator[Server]:
     tmp = Path(tmp_path_factory.mktemp("web-search"))
-    srv = start_server(
-        tmp, "--threads", "2", "--web-search", "searxng", "--web-search-url", searxng.url
-    )
+    srv = start_server(tmp, "--threads", "2", *flags(searxng))
     yield srv
     srv.stop()
 
@@ -140,6 +122,56 @@ def test_streaming_events_in_order(server: Server) -> None:
         "response.output_item.done",
     ]
     assert events[-1]["type"] in ("response.completed", "response.incomplete")
+
+
+def test_streamed_annotations_are_the_final_response_s(server: Server) -> None:
+    """Each url_citation streams as response.output_text.annotation.added (OpenAI's event,
+    checked by the spec and the SDK's type) before its text is done; the final and the
+    stored response hold exactly the annotations streamed, in order."""
+    body = {
+        "model": BUNDLED_ALIAS,
+        "instructions": "Answer with the URL of the page you found, nothing else.",
+        "input": "Which web page says what the capital of France is?",
+        "tools": [{"type": "web_search"}],
+        "tool_choice": {"type": "web_search"},
+        "max_output_tokens": 200,
+        "temperature": 0,
+        "stream": True,
+    }
+    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
+        assert reply.status_code == 200, reply.read()
+        events = list(read_events(reply))
+    streamed: dict[tuple[str, int], list[Any]] = {}
+    for event in events:
+        validate_event(event)
+        if event["type"] == "response.output_text.annotation.added":
+            openai.types.responses.ResponseOutputTextAnnotationAddedEvent.model_validate(
+                event, strict=True
+            )
+            notes = streamed.setdefault((event["item_id"], event["content_index"]), [])
+            assert event["annotation_index"] == len(notes)
+            notes.append(event["annotation"])
+            done = [
+                e["type"]
+                for e in events[events.index(event) :]
+                if e.get("item_id") == event["item_id"]
+                and e["type"].startswith(("response.output_text.", "response.content_part."))
+            ]
+            assert done[-2:] == ["response.output_text.done", "response.content_part.done"]
+    final = events[-1]["response"]
+    held = {
+        (item["id"], index): part["annotations"]
+        for item in final["output"]
+        if item["type"] == "message"
+        for index, part in enumerate(item["content"])
+        if part.get("annotations")
+    }
+    # At temperature 0 the bundled model writes the URL of a page it found.
+    assert held, f"no annotation: {final['output'][-1]}"
+    assert held == streamed
+    assert all(n["type"] == "url_citation" for notes in held.values() for n in notes)
+    stored = httpx.get(f"{server.base_url}/responses/{final['id']}", timeout=30).json()
+    assert stored["output"] == final["output"]
 
 
 def test_a_page_on_loopback_is_never_fetched(client: openai.OpenAI, pages: PageServer) -> None:

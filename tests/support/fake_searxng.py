@@ -8,18 +8,24 @@ an instance having an outage. Every query is kept in `queries`.
 
 `PageServer` is a plain http.server over a folder: the pages open_page fetches. It listens
 on loopback, so respond fetches from it only when started with --web-search-allow-private.
+
+The fixtures `searxng` (the FAKE SearXNG) and `pages` (a PageServer of `PAGES`), one each a
+test module, are every web_search test's (tests/conftest.py registers this module as a
+plugin); `flags` are respond's command-line flags that point it at the fake.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,39 @@ CORPUS = (
         "Paris is the capital and largest city of France.",
     ),
 )
+
+
+# The pages `pages` serves: a page to read, and one that must never be fetched.
+PAGES = {
+    "museum.html": """<html><head><title>Opening hours</title><style>p {}</style></head>
+<body><h1>The museum</h1><p>Open from 9:00 to 17:00, every day but Monday.</p>
+<script>var x = "hidden";</script><p>Tickets at the door.</p></body></html>""",
+    "secret.html": "<title>Internal</title><p>Not for the web.</p>",
+}
+
+
+@pytest.fixture(scope="module")
+def searxng() -> Iterator[FakeSearxng]:
+    """A FAKE SearXNG, running for the test module."""
+    fake = FakeSearxng().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
+    """A real local web server of `PAGES`, running for the test module."""
+    root = tmp_path_factory.mktemp("pages")
+    for name, page in PAGES.items():
+        (root / name).write_text(page)
+    server = PageServer(root).start()
+    yield server
+    server.stop()
+
+
+def flags(fake: FakeSearxng) -> tuple[str, ...]:
+    """respond's flags for searching through `fake`."""
+    return ("--web-search", "searxng", "--web-search-url", fake.url)
 
 
 @dataclass

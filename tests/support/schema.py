@@ -206,6 +206,12 @@ def validate_event(event: dict[str, Any]) -> None:
     if isinstance(event.get("item"), dict) and event["item"].get("type") in MCP_ITEMS:
         _SDK_EVENT.validate_python(event)
         return
+    note = event.get("annotation")
+    if isinstance(note, dict) and note.get("type") in _CITATIONS:
+        # The spec's annotations are url_citation only: a file citation's event is the SDK's.
+        _CITATIONS[note["type"]].model_validate(note, strict=True)
+        _SDK_EVENT.validate_python(event)
+        return
     if isinstance(event.get("response"), dict):
         event = {**event, "response": _without_mcp(event["response"])}
     if isinstance(event.get("item"), dict):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +19,7 @@ from respond.engines import _base as d
 from respond.protocol.errors import APIError
 from respond.protocol.requests import CreateResponseBody
 from respond.responses.context import items_to_messages
+from respond.responses.fold import fold_events
 from respond.responses.hosted import WebSearch, families
 from respond.responses.hosted._pages import PageError, _target, fetch
 from respond.responses.hosted._search import provider
@@ -29,25 +29,6 @@ from tests.support.fake_searxng import FakeSearxng, PageServer
 
 END: list[d.Delta] = [d.Usage(input_tokens=5, output_tokens=3), d.Finish("stop")]
 PARIS = "https://blog.example.net/capital-of-france"
-PAGE = """<html><head><title>Opening hours</title><style>p {}</style></head>
-<body><h1>The museum</h1><p>Open from 9:00 to 17:00, every day but Monday.</p>
-<script>var x = "hidden";</script><p>Tickets at the door.</p></body></html>"""
-
-
-@pytest.fixture(scope="module")
-def searxng() -> Iterator[FakeSearxng]:
-    fake = FakeSearxng().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageServer]:
-    root = tmp_path_factory.mktemp("pages")
-    (root / "museum.html").write_text(PAGE)
-    server = PageServer(root).start()
-    yield server
-    server.stop()
 
 
 def call(name: str, arguments: dict[str, Any]) -> list[d.Delta]:
@@ -118,6 +99,25 @@ async def test_a_forced_search_is_a_web_search_call_the_answer_cites(
         "start_index": said.index("[the blog]"),
         "end_index": len(said) - 1,
     }
+    # The citation streams as OpenAI's annotation.added, before the text is done; the
+    # final response's annotation is the one the event carried.
+    (added,) = [e for e in events if e.type == "response.output_text.annotation.added"]
+    assert added.model_dump() == {
+        "type": "response.output_text.annotation.added",
+        "sequence_number": added.sequence_number,
+        "item_id": message.id,
+        "output_index": 1,
+        "content_index": 0,
+        "annotation_index": 0,
+        "annotation": note,
+    }
+    types = [e.type for e in events if getattr(e, "item_id", None) == message.id]
+    assert types[-3:] == [
+        "response.output_text.annotation.added",
+        "response.output_text.done",
+        "response.content_part.done",
+    ]
+    assert fold_events(events) == response
     kinds = [e.type for e in events if "web_search_call" in e.type]
     assert kinds == [
         "response.web_search_call.in_progress",
@@ -203,6 +203,39 @@ async def test_without_a_provider_the_tool_is_left_out(searxng: FakeSearxng) -> 
     with pytest.raises(APIError) as refused:
         await respond([], {**body, "tool_choice": {"type": "web_search"}}, None)
     assert refused.value.param == "tool_choice" and "--web-search" in refused.value.message
+
+
+async def test_allowed_tools_naming_web_search_keeps_its_tools_and_leaves_out_others(
+    searxng: FakeSearxng,
+) -> None:
+    lookup = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+    body = {
+        "input": "What is the capital of France?",
+        "tools": [lookup, {"type": "web_search"}],
+        "tool_choice": {
+            "type": "allowed_tools",
+            "mode": "required",
+            "tools": [{"type": "web_search"}],
+        },
+    }
+    run, engine, _ = await respond(
+        [call("web_search", {"query": "capital of France"}), answer("Paris.")], body, searxng
+    )
+    assert [item.type for item in run.builder.response.output] == ["web_search_call", "message"]
+    first, second = engine.turns
+    assert first.tool_choice.mode == "required"
+    assert first.tool_choice.allowed == ("web_search", "open_page", "find_in_page")
+    # Once it has searched, the choice is the model's, still among the allowed.
+    assert second.tool_choice == d.ToolChoice(mode="auto", allowed=first.tool_choice.allowed)
+    assert run.builder.response.tool_choice == body["tool_choice"]
+    # A hosted type the request has no tool of is a 400 naming the entry.
+    body["tool_choice"] = {
+        "type": "allowed_tools",
+        "tools": [{"type": "web_search"}, {"type": "file_search"}],
+    }
+    with pytest.raises(APIError) as refused:
+        await respond([answer("x")], body, searxng)
+    assert refused.value.status == 400 and refused.value.param == "tool_choice.tools[1]"
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,10 @@ from typing import Any
 from respond._ids import new_id
 from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
-from respond.protocol.limits import check_kind
 from respond.protocol.requests import CodeInterpreterCallInput, InputItem
 from respond.protocol.tools import CodeInterpreterTool
 from respond.responses.hosted._base import Hosted, refuse_named_function
+from respond.responses.hosted._containers import InContainer, held_container, new_container_files
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.code_interpreter_call import VISIBLE, logs_text
@@ -117,8 +117,7 @@ class CodeInterpreterTools:
         container = tool.container
         keep = INCLUDE_OUTPUTS in include
         if isinstance(container, str) and container:
-            check_kind(container, f"{where}.container", "container")
-            await service.held(tenant, container, f"{where}.container")
+            await held_container(service, tenant, container, f"{where}.container")
             return _Executor(service, tenant, container, None, keep)
         if not isinstance(container, dict) or container.get("type") != "auto":
             raise APIError(
@@ -127,24 +126,13 @@ class CodeInterpreterTools:
                 "'file_ids'.",
                 param=f"{where}.container",
             )
-        file_ids = container.get("file_ids") or []
-        param = f"{where}.container.file_ids"
-        if not isinstance(file_ids, list) or not all(isinstance(i, str) for i in file_ids):
-            raise APIError(400, "'file_ids' must be a list of file ids.", param=param)
-        for file_id in file_ids:
-            check_kind(file_id, param, "file")
-            if await service.files.get_file(tenant, file_id) is None:
-                raise APIError(
-                    404,
-                    f"File with id '{file_id[:64]}' not found.",
-                    param=param,
-                    code="file_not_found",
-                )
+        files = container.get("file_ids")
+        file_ids = await new_container_files(service, tenant, files, f"{where}.container.file_ids")
         reused = await _reused(service, tenant, context)
         if reused is not None:
             await service.held(tenant, reused, f"{where}.container")
             return _Executor(service, tenant, reused, None, keep)
-        return _Executor(service, tenant, new_id("cntr"), list(file_ids), keep)
+        return _Executor(service, tenant, new_id("cntr"), file_ids, keep)
 
 
 _OFF = "this server does not run code (start respond with --code-interpreter)"
@@ -162,7 +150,9 @@ async def _reused(
     return None
 
 
-class _Executor:
+class _Executor(InContainer):
+    auto_name = AUTO_NAME
+
     def __init__(
         self,
         service: ContainerService,
@@ -171,10 +161,7 @@ class _Executor:
         create_with: list[str] | None,
         keep: bool,
     ) -> None:
-        self.service = service
-        self.tenant = tenant
-        self.container_id = container_id
-        self.create_with = create_with  # auto: the files of the container made at first use
+        super().__init__(service, tenant, container_id, create_with)
         self.keep = keep  # the item keeps its outputs (include)
 
     async def call(self, name: str, arguments: str) -> CallResult:
@@ -186,15 +173,7 @@ class _Executor:
             error = {"type": "invalid_arguments", "message": "python needs 'code'."}
             return CallResult(error=error)
         try:
-            if self.create_with is not None:
-                await self.service.create(
-                    self.tenant,
-                    AUTO_NAME,
-                    file_ids=self.create_with,
-                    container_id=self.container_id,
-                )
-                self.create_with = None
-            ran = await self.service.run(self.tenant, self.container_id, code)
+            ran = await self.run_in_container(code)
         except (APIError, SandboxError) as exc:
             # The container went (deleted, expired) or the sandbox failed: the call fails,
             # and the model is told so.

@@ -23,9 +23,9 @@ from typing import Any
 from respond._ids import new_id
 from respond.containers import ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
-from respond.protocol.limits import check_kind
 from respond.protocol.tools import ShellTool
 from respond.responses.hosted._base import Hosted, refuse_named_function
+from respond.responses.hosted._containers import InContainer, held_container, new_container_files
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted_call import CallResult, HostedTool
 from respond.responses.kinds.shell_call import (
@@ -129,21 +129,11 @@ class HostedShell:
             container = environment.get("container_id")
             if not isinstance(container, str) or not container:
                 raise APIError(400, "'container_id' must name a container.", param=where)
-            check_kind(container, f"{where}.container_id", "container")
-            await service.held(tenant, container, f"{where}.container_id")
+            await held_container(service, tenant, container, f"{where}.container_id")
             return _Executor(service, tenant, container, None)
-        file_ids = environment.get("file_ids") or []
-        param = f"{where}.file_ids"
-        if not isinstance(file_ids, list) or not all(isinstance(i, str) for i in file_ids):
-            raise APIError(400, "'file_ids' must be a list of file ids.", param=param)
-        for file_id in file_ids:
-            check_kind(file_id, param, "file")
-            if await service.files.get_file(tenant, file_id) is None:
-                raise APIError(
-                    404, f"File with id '{file_id[:64]}' not found.", param=param,
-                    code="file_not_found",
-                )  # fmt: skip
-        return _Executor(service, tenant, new_id("cntr"), list(file_ids))
+        files = environment.get("file_ids")
+        file_ids = await new_container_files(service, tenant, files, f"{where}.file_ids")
+        return _Executor(service, tenant, new_id("cntr"), file_ids)
 
 
 def _hosted_wire(tool: dict[str, Any]) -> bool:
@@ -155,18 +145,8 @@ def _hosted_wire(tool: dict[str, Any]) -> bool:
     )
 
 
-class _Executor:
-    def __init__(
-        self,
-        service: ContainerService,
-        tenant: str | None,
-        container_id: str,
-        create_with: list[str] | None,
-    ) -> None:
-        self.service = service
-        self.tenant = tenant
-        self.container_id = container_id
-        self.create_with = create_with  # container_auto: its files, made at the first call
+class _Executor(InContainer):
+    auto_name = AUTO_NAME
 
     async def call(self, name: str, arguments: str) -> CallResult:
         try:
@@ -185,15 +165,7 @@ class _Executor:
             seconds=seconds, each=each, commands=commands, keep=keep, mark=_MARK
         )
         try:
-            if self.create_with is not None:
-                await self.service.create(
-                    self.tenant,
-                    AUTO_NAME,
-                    file_ids=self.create_with,
-                    container_id=self.container_id,
-                )
-                self.create_with = None
-            ran = await self.service.run(self.tenant, self.container_id, driver)
+            ran = await self.run_in_container(driver)
         except (APIError, SandboxError) as exc:
             # The container went (deleted, expired) or the sandbox failed: every command
             # is reported unrun, and the model is told why.

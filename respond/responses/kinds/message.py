@@ -41,12 +41,21 @@ class Message(Item[MessageItem]):
         if item.content:
             part = item.content[0]
             assert isinstance(part, OutputText)
-            if self.shared.cited:
-                part.annotations = _citations(self.shared.cited, len(part.text))
-            if self.shared.written:
-                part.annotations += _container_citations(self.shared.written, part.text)
-            if self.shared.linked:
-                part.annotations += _url_citations(self.shared.linked, part.text)
+            # Each citation streams as its own annotation.added (which the fold adds to
+            # the part), then the part is done with the same list.
+            notes = _citations(self.shared.cited, len(part.text))
+            notes += _container_citations(self.shared.written, part.text)
+            notes += _url_citations(self.shared.linked, part.text)
+            out += [
+                ev.OutputTextAnnotationAdded(
+                    **self.ids(),
+                    content_index=0,
+                    annotation_index=len(part.annotations) + index,
+                    annotation=note,
+                )
+                for index, note in enumerate(notes)
+            ]
+            part.annotations = [*part.annotations, *notes]
             out.append(
                 ev.OutputTextDone(
                     **self.ids(), content_index=0, text=part.text, logprobs=part.logprobs
