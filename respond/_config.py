@@ -276,6 +276,7 @@ class EmbeddingsUpstream:
     api_key: str | None = None
     timeout: float = 60.0
     max_chars: int | None = None  # cut each text to this many characters before sending
+    start_wait: float = 30.0  # seconds to wait at start for the upstream's first vector
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,10 @@ _UPSTREAM_KEYS = {
     "context_window",
 }
 _TIMEOUT_KEYS = {"connect", "first_byte", "idle", "probe_interval"}
-_EMBEDDINGS_KEYS = {"upstream", "model", "name", "api_key", "api_key_env", "timeout", "max_chars"}
+_EMBEDDINGS_KEYS = {
+    *("upstream", "model", "name", "api_key", "api_key_env", "timeout", "max_chars"),
+    "start_wait",
+}
 _MCP_KEYS = {"servers", "allow", "timeout"}
 _WEB_SEARCH_KEYS = {"provider", "url", "api_key", "api_key_env", "timeout", "allow_private"}
 PROVIDERS = ("searxng", "brave", "tavily")
@@ -366,10 +369,7 @@ class _Reader:
         self.known(key, table, _TIMEOUT_KEYS)
         values = {}
         for name in _TIMEOUT_KEYS & set(table):
-            value = table[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise self.fail(f"{key}.{name}", f"must be a positive number of seconds: {value!r}")
-            values[name] = float(value)
+            values[name] = self.seconds(f"{key}.{name}", table[name])
         return Timeouts(**values)
 
     # ------------------------------------------------------------ embeddings
@@ -384,19 +384,20 @@ class _Reader:
                 "embeddings.upstream", f"must be an http(s) base URL like http://host/v1: {url!r}"
             )
         model = self.string("embeddings.model", table.get("model"))
-        timeout = table.get("timeout", 60.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise self.fail(
-                "embeddings.timeout", f"must be a positive number of seconds: {timeout!r}"
-            )
         return EmbeddingsUpstream(
             url=url.rstrip("/"),
             model=model,
             name=self.optional_str("embeddings.name", table.get("name")) or model,
             api_key=self.api_key("embeddings", table),
-            timeout=float(timeout),
+            timeout=self.seconds("embeddings.timeout", table.get("timeout", 60.0)),
             max_chars=self.optional_int("embeddings.max_chars", table.get("max_chars")),
+            start_wait=self.seconds("embeddings.start_wait", table.get("start_wait", 30.0)),
         )
+
+    def seconds(self, key: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.fail(key, f"must be a positive number of seconds: {value!r}")
+        return float(value)
 
     # ------------------------------------------------------------ web_search
 

@@ -279,6 +279,7 @@ def _embeddings_upstream(settings: Settings, config: ConfigFile | None) -> Embed
             api_key=table.api_key,
             timeout=table.timeout,
             max_chars=table.max_chars,
+            start_wait=table.start_wait,
         )
     except ValueError as exc:
         raise SystemExit(f"respond: [embeddings]: {exc}") from exc

@@ -20,7 +20,6 @@ from respond.protocol.errors import APIError
 __all__ = ["UpstreamEmbedder", "upstream_embedder"]
 
 BATCH = 64  # texts per upstream request: an indexed file's chunks go in several
-PROBE_WAIT_S = 30.0  # an upstream started alongside respond may need a moment
 
 
 class UpstreamEmbedder:
@@ -88,15 +87,19 @@ def upstream_embedder(
     api_key: str | None = None,
     timeout: float = 60.0,
     max_chars: int | None = None,
+    start_wait: float = 30.0,
 ) -> UpstreamEmbedder:
-    """The embedder, its vector size probed now (waiting up to 30 s for the upstream).
+    """The embedder, its vector size probed now, waiting up to `start_wait` seconds for the
+    upstream (one started alongside respond may need a moment, a vLLM minutes).
 
     Raises ValueError with the upstream's answer when it never serves one vector.
     """
-    embedder = UpstreamEmbedder(url, upstream_model, model=model, api_key=api_key, timeout=timeout)
+    embedder = UpstreamEmbedder(
+        url, upstream_model, model=model, api_key=api_key, timeout=timeout, max_chars=max_chars
+    )
     body = {"model": upstream_model, "input": ["dimensions"], "encoding_format": "float"}
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    deadline = time.monotonic() + PROBE_WAIT_S
+    deadline = time.monotonic() + start_wait
     while True:
         try:
             reply = httpx.post(embedder._url, json=body, headers=headers, timeout=timeout)

@@ -96,6 +96,13 @@ def test_an_upstream_error_is_a_502_with_its_message(pair: tuple[Server, Server]
     assert error["code"] == "upstream_error" and "too large" in error["message"], error
 
 
+def test_a_text_past_max_chars_is_cut_before_it_is_sent(client: openai.OpenAI) -> None:
+    # ~1,900 tokens whole: past the 512 llama-server takes at once, so only the cut passes.
+    long = HERONS.decode() * 100
+    cut, whole = client.embeddings.create(model=NAME, input=[long[:1000], long]).data
+    assert np.allclose(cut.embedding, whole.embedding)
+
+
 def test_an_upstream_that_is_down(tmp_path: Path) -> None:
     upstream, front = _pair(tmp_path)
     try:
@@ -138,7 +145,9 @@ def test_an_upstream_that_is_down(tmp_path: Path) -> None:
 
 def test_an_unreachable_upstream_stops_the_server_at_start(tmp_path: Path) -> None:
     config = tmp_path / "respond.toml"
-    config.write_text('[embeddings]\nupstream = "http://127.0.0.1:9/v1"\nmodel = "m"\n')
+    config.write_text(
+        '[embeddings]\nupstream = "http://127.0.0.1:9/v1"\nmodel = "m"\nstart_wait = 1\n'
+    )
     front = start_server(tmp_path, "--config", str(config), wait_ready=False)
     assert front.process.wait(timeout=120) != 0
     assert "[embeddings]" in front.log() and "unreachable" in front.log()

@@ -125,7 +125,7 @@ def test_the_embeddings_table(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "[embeddings]\nupstream = 'http://gpu:8000/v1/'\nmodel = 'BAAI/bge-m3'\n"
-        "name = 'bge'\napi_key = 'k'\ntimeout = 5\nmax_chars = 2000\n",
+        "name = 'bge'\napi_key = 'k'\ntimeout = 5\nmax_chars = 2000\nstart_wait = 300\n",
     )
     assert load_config(path) == []  # the models come from the command line
     assert load_embeddings_config(path) == EmbeddingsUpstream(
@@ -135,6 +135,7 @@ def test_the_embeddings_table(tmp_path: Path) -> None:
         api_key="k",
         timeout=5.0,
         max_chars=2000,
+        start_wait=300.0,
     )
     plain = write(tmp_path, "[embeddings]\nupstream = 'http://gpu/v1'\nmodel = 'm'\n")
     assert load_embeddings_config(plain) == EmbeddingsUpstream(
@@ -151,6 +152,10 @@ def test_the_embeddings_table(tmp_path: Path) -> None:
         (
             "[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\ntimeout = 0\n",
             "embeddings.timeout:",
+        ),
+        (
+            "[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\nstart_wait = -1\n",
+            "embeddings.start_wait:",
         ),
         ("[embeddings]\nupstream = 'http://x/v1'\nmodel = 'm'\npool = 1\n", "embeddings.pool:"),
         (
