@@ -26,7 +26,7 @@ import pytest
 from tests.support.server import Server
 from tests.support.stores import STORES, served_on
 
-LOAD_SECONDS = 20
+LOAD_SECONDS = 12
 CLIENTS = 8
 SHORT = {"model": "smollm2-135m", "max_output_tokens": 16, "temperature": 0}
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")

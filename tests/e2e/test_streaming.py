@@ -110,6 +110,8 @@ def test_openai_sdk_create(client: openai.OpenAI) -> None:
 # send until the first token. Each request's prompt starts differently so that none is
 # served from another's prompt cache.
 LONG = " ".join(f"item {i} is a plain word list entry." for i in range(150))
+# About 600 tokens: seconds of prefill on one thread, twenty beats of --keepalive 0.1.
+MEDIUM = LONG[: len(LONG) // 3]
 KEEPALIVE_LINES = (": keep-alive", "event: ping")
 
 
@@ -133,19 +135,19 @@ def _lines(server: Server, path: str, body: dict[str, Any]) -> list[str]:
 def test_a_long_prefill_is_kept_alive_on_every_front_door(slow_server: Server) -> None:
     bodies = {
         "/v1/responses": {
-            "input": f"Responses. {LONG}",
+            "input": f"Responses. {MEDIUM}",
             "max_output_tokens": 8,
             "stream": True,
         },
         "/v1/chat/completions": {
-            "messages": [{"role": "user", "content": f"Chat. {LONG}"}],
+            "messages": [{"role": "user", "content": f"Chat. {MEDIUM}"}],
             "max_tokens": 8,
             "stream": True,
         },
         "/v1/messages": {
             "model": BUNDLED_ALIAS,
             "max_tokens": 8,
-            "messages": [{"role": "user", "content": f"Messages. {LONG}"}],
+            "messages": [{"role": "user", "content": f"Messages. {MEDIUM}"}],
             "stream": True,
         },
     }
