@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from respond.engines.llamacpp._pace import STEP_SECONDS, Pace
+from respond.engines.llamacpp._pace import STEP_SECONDS, Pace, beside_a_long_prompt
 
 
 def run_steps(pace: Pace, fixed: float, per_token: float, steps: int) -> float:
@@ -57,3 +57,9 @@ def test_however_slow_the_machine_a_step_is_worth_its_fixed_cost() -> None:
     pace = Pace(512)
     run_steps(pace, fixed=0.2, per_token=0.01, steps=5)
     assert pace.room() == 64
+
+
+def test_only_a_prompt_longer_than_a_batch_paces_the_step() -> None:
+    assert beside_a_long_prompt([1, 1, 2000], 512)  # streams beside a long prompt's chunk
+    assert not beside_a_long_prompt([1, 1, 180, 180, 300], 512)  # agents' turns: whole batches
+    assert not beside_a_long_prompt([512, 1], 512)

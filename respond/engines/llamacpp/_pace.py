@@ -20,7 +20,7 @@ say nothing about how long a full one takes, and are not counted.
 
 from __future__ import annotations
 
-__all__ = ["Pace", "STEP_SECONDS"]
+__all__ = ["STEP_SECONDS", "Pace", "beside_a_long_prompt"]
 
 STEP_SECONDS = 0.15
 _FIRST = 64  # the room before any step was measured: small on a CPU, gone in one step on a GPU
@@ -50,3 +50,11 @@ class Pace:
             self._per_token = latest
         else:
             self._per_token += _WEIGHT * (latest - self._per_token)
+
+
+def beside_a_long_prompt(pending: list[int], most: int) -> bool:
+    """Whether a shared step is paced: some prompt has more left than one batch holds, the
+    chunk that would keep the others waiting. Prompts of a few hundred tokens (agents' turns,
+    their history restored) fill whole batches: paced into small steps they lost a third of
+    their turns per second (docs/benchmarks.md, 0.56 against 0.85 at 16 sessions)."""
+    return any(n > most for n in pending)

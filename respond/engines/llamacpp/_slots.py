@@ -54,7 +54,7 @@ from respond.engines.llamacpp._job import Feed, Job
 from respond.engines.llamacpp._media import Media, image_key, image_positions
 from respond.engines.llamacpp._model import NativeModel
 from respond.engines.llamacpp._native import big_stack_thread
-from respond.engines.llamacpp._pace import Pace
+from respond.engines.llamacpp._pace import Pace, beside_a_long_prompt
 from respond.engines.llamacpp._preempt import ABORTED
 from respond.engines.llamacpp._respell import TokenText, respell
 from respond.engines.llamacpp._slot import Slot, common_prefix
@@ -385,15 +385,18 @@ class Scheduler:
 
     def _fill(self) -> list[tuple[Slot, int]]:
         """Fill the batch. One prompt being read alone gets the whole batch, in a step that a
-        request arriving stops (_preempt.py); beside other work a step carries what the
-        hardware reads in a fraction of a second (_pace.py), every stream's token always."""
+        request arriving stops (_preempt.py); beside a long prompt's chunk a step carries what
+        the hardware reads in a fraction of a second (_pace.py), every stream's token always."""
         busy = [s for s in self.slots if s.job is not None and s.pending]
         streams = sum(1 for s in busy if len(s.pending) == 1)
         # Stopped only where the newcomer can start at once: a slot free for it, no copy
         # of cells under way (llama.cpp makes it at the step's start).
         alone = len(busy) == 1 and any(s.job is None for s in self.slots)
         alone = alone and not any(s.copying for s in self.slots)
-        room = self.model.n_batch if alone else max(self._pace.room(), streams)
+        paced = not alone and beside_a_long_prompt(
+            [len(s.pending) for s in busy], self.model.n_batch
+        )
+        room = max(self._pace.room(), streams) if paced else self.model.n_batch
         self._room = min(self.model.n_batch, room)
         outputs, self._in_batch = fill_batch(self._batch, self.slots, self._room)
         self._stoppable = alone and self._batch.n_tokens >= _STOPPABLE
