@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 import lark
 import pytest
 from openai.types.responses import Response, ResponseCustomToolCall, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from tests.support.server import Server
-from tests.support.sse import read_events
+from tests.support.sse import stream_events
 
 MODEL = "smollm2-135m"
 TIMEOUT = 900
@@ -54,9 +53,7 @@ def forced_call(server: Server, tool: dict[str, Any], question: str) -> str:
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{server.base_url}/responses", body, TIMEOUT)
     for event in events:
         EVENTS.validate_python(event)
     final = Response.model_validate(events[-1]["response"])

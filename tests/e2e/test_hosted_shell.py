@@ -34,7 +34,7 @@ from respond.store.sqlite import SQLiteStore
 from respond.testing import ScriptedEngine
 from tests.support.schema import validate_event
 from tests.support.server import Server, start_server
-from tests.support.sse import read_events
+from tests.support.sse import stream_events
 
 LIMITS = Limits(timeout=4, cpu_seconds=10, memory_mb=512, disk_mb=16, processes=16)
 END: list[d.Delta] = [d.Usage(input_tokens=5, output_tokens=3), d.Finish("stop")]
@@ -190,9 +190,7 @@ def test_a_forced_hosted_shell_call_runs_in_the_same_response(server: Server) ->
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=900) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{server.base_url}/responses", body, 900)
     for event in events:
         validate_event(event)
     final = events[-1]["response"]

@@ -26,7 +26,7 @@ from tests.support.clients import openai_client
 from tests.support.mcp import McpTestServer, start_mcp_server
 from tests.support.schema import validate_event
 from tests.support.server import Server, free_port, start_server
-from tests.support.sse import read_events
+from tests.support.sse import read_events, stream_events
 
 TIMEOUT_S = 8  # --mcp-timeout of the server under test; the slow tool takes 30 s
 FORCED: dict[str, Any] = {
@@ -146,9 +146,7 @@ def test_streamed_events_interleave_with_the_text(respond: Server, mcp: McpTestS
         "stream": True,
         **FORCED,
     }
-    with httpx.stream("POST", f"{respond.base_url}/responses", json=body, timeout=600) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{respond.base_url}/responses", body, 600)
     for event in events:
         validate_event(event)
     assert [e["sequence_number"] for e in events] == list(range(len(events)))

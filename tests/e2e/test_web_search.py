@@ -26,7 +26,7 @@ from tests.support.clients import openai_client
 from tests.support.fake_searxng import FakeSearxng, PageServer, flags
 from tests.support.schema import validate_event
 from tests.support.server import Server, start_server
-from tests.support.sse import read_events
+from tests.support.sse import stream_events
 
 TIMEOUT = 900  # generous: a loaded two-core machine is slow
 SOURCES = "web_search_call.action.sources"
@@ -99,9 +99,7 @@ def test_streaming_events_in_order(server: Server) -> None:
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{server.base_url}/responses", body, TIMEOUT)
     for event in events:
         validate_event(event)
     item_id = next(
@@ -138,9 +136,7 @@ def test_streamed_annotations_are_the_final_response_s(server: Server) -> None:
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{server.base_url}/responses", body, TIMEOUT)
     streamed: dict[tuple[str, int], list[Any]] = {}
     for event in events:
         validate_event(event)
@@ -251,9 +247,7 @@ def test_codex_s_web_search_reaches_the_model(server: Server, searxng: FakeSearx
         temperature=0,
         parallel_tool_calls=False,
     )
-    with httpx.stream("POST", f"{server.base_url}/responses", json=body, timeout=TIMEOUT) as reply:
-        assert reply.status_code == 200, reply.read()
-        events = list(read_events(reply))
+    events = stream_events(f"{server.base_url}/responses", body, TIMEOUT)
     for event in events:
         validate_event(event)
     final = events[-1]["response"]

@@ -26,3 +26,10 @@ def read_events(response: httpx.Response) -> Generator[dict[str, Any], None, Non
             assert event["type"] == lines[0][len("event: ") :], "event name differs from data.type"
             yield event
     assert buffer == b"", f"stream ended mid-frame: {buffer!r}"
+
+
+def stream_events(url: str, body: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
+    """POST `body` to `url` and read its whole event stream (a 200 asserted first)."""
+    with httpx.stream("POST", url, json=body, timeout=timeout) as reply:
+        assert reply.status_code == 200, reply.read()
+        return list(read_events(reply))
