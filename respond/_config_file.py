@@ -423,12 +423,7 @@ class _Reader:
         if key is not None:
             found["api_key"] = key
         if "timeout" in table:
-            value = table["timeout"]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise self.fail(
-                    "web_search.timeout", f"must be a positive number of seconds: {value!r}"
-                )
-            found["timeout"] = float(value)
+            found["timeout"] = self.seconds("web_search.timeout", table["timeout"])
         if "allow_private" in table:
             found["allow_private"] = self.boolean(
                 "web_search.allow_private", table["allow_private"]
@@ -447,10 +442,7 @@ class _Reader:
             raise self.fail("mcp.allow", 'must be a list of URL or host patterns, like ["*.corp"]')
         timeout = None
         if "timeout" in table:
-            value = table["timeout"]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise self.fail("mcp.timeout", f"must be a positive number of seconds: {value!r}")
-            timeout = float(value)
+            timeout = self.seconds("mcp.timeout", table["timeout"])
         servers = table.get("servers", {})
         if not isinstance(servers, dict):
             raise self.fail("mcp.servers", "must be a table of [mcp.servers.NAME] tables")
