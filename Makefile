@@ -166,8 +166,15 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
+# Two pytest workers: much of the suite waits (client programs, server start-ups, timeouts), and
+# the second uses the CPU the first leaves idle. tests/support/workers.py says how tests are
+# dealt out, in the order collected (tests/clients, whose few tests take longest, first, the
+# many short unit tests last, to fill the end); PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 2
+WORKERS := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
-	$(BIN)/python -m pytest -q tests/e2e tests/clients $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(WORKERS) tests/e2e tests/clients $(PYTEST_ARGS)
 
 # tests/e2e/test_every_template_model.py serves one template per group in `make test` (its
 # docstring says which); this serves every template of the pinned set, before a format change lands.
@@ -176,7 +183,7 @@ e2e-all: $(STAMP) templates ## every chat template of the set on the bundled mod
 
 # --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
 test: $(STAMP) templates lint node-clients llamaindex browser nginx llama-server ## everything: lint, then every suite (what CI runs)
-	$(BIN)/python -m pytest -q --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(WORKERS) --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -16,8 +16,10 @@ from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
 from tests.support.stores import PG_URL, pg_address
 
-# Fixtures every suite's tests share: the FAKE SearXNG and its pages (`searxng`, `pages`).
-pytest_plugins = ["tests.support.fake_searxng"]
+# Fixtures every suite's tests share: the FAKE SearXNG and its pages (`searxng`, `pages`);
+# how two pytest workers deal out the tests (`make test`: tests/support/workers.py), and
+# pytester, which tests/unit/test_workers.py runs a small suite with.
+pytest_plugins = ["tests.support.fake_searxng", "tests.support.workers", "pytester"]
 
 # Nothing the suite reads may lie beside the checkout: a fresh clone has nothing there.
 sys.addaudithook(outside.record)
@@ -46,6 +48,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=pg_reason))
 
 
+# What the xdist workers found at their end, for the controller to report.
+_WORKERS_FOUND: list[str] = []
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own teardown of the session's fixtures
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     failures = []
@@ -56,9 +62,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     left = processes.stop_all()
     if left:
         failures.append(f"left processes running (stopped now): {left}")
+    to_controller: dict[str, object] | None = getattr(session.config, "workeroutput", None)
+    if to_controller is not None:  # an xdist worker: its exit status does not reach the end
+        to_controller["respond_found"] = failures
+        return
+    failures += _WORKERS_FOUND
     if failures:
         print("\nThe tests " + "\nThe tests ".join(failures))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object | None) -> None:
+    # A worker that crashed sent nothing; xdist reports the crash itself.
+    _WORKERS_FOUND.extend(getattr(node, "workeroutput", {}).get("respond_found", []))
 
 
 def _pg_unreachable() -> str | None:

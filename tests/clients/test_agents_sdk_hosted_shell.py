@@ -31,6 +31,9 @@ from openai.types.responses import (
 from respond.engines.llamacpp import BUNDLED_ALIAS
 from tests.support.server import Server, start_server
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 set_tracing_disabled(True)
 
 

@@ -24,6 +24,9 @@ from tests.support.clients import openai_client
 from tests.support.polling import folded, stored_events, wait_for
 from tests.support.server import Server, start_server
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 MODEL = "smollm2-135m"
 TIMEOUT = 900  # generous: a loaded two-core machine is slow
 RUN_IT = "Run the user's Python code with the python tool."

@@ -22,7 +22,8 @@ from tests.support.fake_server import start_fake_server
 from tests.support.server import Server
 from tests.support.stores import drop_schema, new_schema_url
 
-pytestmark = pytest.mark.pg
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = [pytest.mark.pg, pytest.mark.sandbox]
 
 SCRIPT = [[{"text": "Done."}]]
 

@@ -45,6 +45,9 @@ from tests.support.code_calls import call_logs as logs
 from tests.support.code_calls import run_code as forced_call
 from tests.support.inproc import serving_server
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 SECRET = "do-not-leak-this-secret-key"
 TIMEOUT_S = 4.0  # the sandbox's wall-clock limit here: the endless attempts end in seconds
 DISK_MB = 16

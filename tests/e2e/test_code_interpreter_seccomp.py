@@ -13,6 +13,9 @@ import pytest
 from respond.containers import Limits, Sandbox
 from respond.containers._seccomp import ARCHES, program
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 PROBE = r"""
 import ctypes, errno, os, subprocess, threading
 libc = ctypes.CDLL(None, use_errno=True)

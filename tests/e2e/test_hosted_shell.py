@@ -36,6 +36,9 @@ from tests.support.schema import validate_event
 from tests.support.server import Server, start_server
 from tests.support.sse import stream_events
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 LIMITS = Limits(timeout=4, cpu_seconds=10, memory_mb=512, disk_mb=16, processes=16)
 END: list[d.Delta] = [d.Usage(input_tokens=5, output_tokens=3), d.Finish("stop")]
 AUTO = {"type": "shell", "environment": {"type": "container_auto"}}

@@ -34,6 +34,9 @@ from tests.support.code_calls import call_logs as logs
 from tests.support.code_calls import run_code as forced_call
 from tests.support.inproc import serving_server
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 SECRET = "the-host-secret-0123456789"
 DISK_MB = 16
 MiB = 1 << 20

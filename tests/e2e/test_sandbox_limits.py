@@ -36,6 +36,9 @@ from tests.support.clients import openai_client
 from tests.support.code_calls import call_logs, run_code
 from tests.support.inproc import serving_server
 
+# Runs code in the sandbox: on the one worker that does (tests/support/workers.py).
+pytestmark = pytest.mark.sandbox
+
 ROOT = os.geteuid() == 0
 MEMORY_MB = 1024
 DISK_MB = 256
