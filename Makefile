@@ -166,12 +166,10 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-# Two pytest workers: much of the suite waits (client programs, server start-ups, timeouts), and
-# the second uses the CPU the first leaves idle. tests/support/workers.py says how tests are
-# dealt out, in the order collected (tests/clients, whose few tests take longest, first, the
-# many short unit tests last, to fill the end); PYTEST_WORKERS=0 runs them in one process.
-PYTEST_WORKERS ?= 2
-WORKERS := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# PYTEST_WORKERS=N deals the suite out to N pytest workers (pytest-xdist; tests/support/workers.py
+# says how), for a machine with cores to spare. Unset: one process, which is faster on the
+# 2-core machine, whose model work already fills both cores (CONTRIBUTING.md, the suite's budget).
+WORKERS := $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
 	$(BIN)/python -m pytest -q $(WORKERS) tests/e2e tests/clients $(PYTEST_ARGS)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -27,7 +28,12 @@ sys.addaudithook(outside.record)
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
     # SIGTERM (`timeout`, a CI runner giving up, kill) ends the session as Ctrl-C does:
-    # pytest unwinds, and pytest_sessionfinish stops every process the tests started.
+    # pytest unwinds, and pytest_sessionfinish stops every process the tests started. Passed
+    # on to the children first: pytest-xdist's workers (PYTEST_WORKERS) are this process's
+    # children, and each stops what it started only when it is told too.
+    for child in processes.children():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 

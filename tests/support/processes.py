@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["spawn", "stop", "stop_all"]
+__all__ = ["children", "spawn", "stop", "stop_all"]
 
 _started: list[subprocess.Popen[bytes]] = []
 
@@ -29,6 +29,17 @@ def spawn(
     )
     _started.append(process)
     return process
+
+
+def children() -> list[int]:
+    """The live processes whose parent is this one."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            state, ppid = stat.read_text().rpartition(")")[2].split()[:2]
+            if int(ppid) == os.getpid() and state != "Z":
+                found.append(int(stat.parent.name))
+    return found
 
 
 def _group_alive(process: subprocess.Popen[bytes]) -> bool:

@@ -1,18 +1,18 @@
-"""Two pytest workers share `make test` (pytest-xdist: `-n 2 --dist loadfile`).
+"""How pytest workers share the suite: `make test PYTEST_WORKERS=N` (pytest-xdist, `--dist
+loadfile`), for a machine with cores to spare.
 
-Much of the suite waits (a client program starting, a server loading, a timeout running out),
-so a second worker uses the CPU the first leaves idle. How the tests are dealt out:
-
-- a file's tests go to one worker, one after another, so a module's fixture (a server, an
-  upstream, nginx) starts once, as without workers;
-- the files that use the `sandbox` mark (their tests run code in respond's sandbox, or count
-  the machine's sandboxed processes, sandbox uids and call cgroups) all go to one worker, one
-  after another: the counts are the machine's, so a sandbox call on the other worker would
-  show in them.
+- A file's tests go to one worker, one after another, so a module's fixture (a server, an
+  upstream, nginx) starts once, as without workers.
+- The files marked `sandbox` (`pytestmark`: their tests run code in respond's sandbox, or
+  count the machine's sandboxed processes, sandbox uids and call cgroups) all go to one worker,
+  one after another: the counts are the machine's, so a call on another worker would show.
+- Files are dealt out in the order collected (`--no-loadscope-reorder`): tests/clients, whose
+  few tests take longest, first; the many short unit tests last, to fill the end.
 
 The controller deals out test ids before any worker has collected, so it reads the mark from
-each file's text: a file that names it anywhere is in the group. (xdist's own `loadgroup`
-cannot be used: it renames test ids in a way pytest 9 no longer takes.)
+each file's module-level `pytestmark`; a worker refuses a test marked `sandbox` on its own
+(the file would not be in the group). xdist's own `loadgroup` cannot be used: it renames test
+ids in a way pytest 9 no longer takes.
 
 Each worker has its own session fixtures (`server`) and its own processes; what a worker finds
 at its end (processes left running, reads beside the checkout) is reported by the controller
@@ -21,6 +21,7 @@ at its end (processes left running, reads beside the checkout) is reported by th
 
 from __future__ import annotations
 
+import ast
 from functools import cache
 from pathlib import Path
 
@@ -30,8 +31,6 @@ from xdist.scheduler import LoadFileScheduling
 
 __all__ = ["FilesAndSandbox"]
 
-MARK = "pytest.mark.sandbox"
-
 
 class FilesAndSandbox(LoadFileScheduling):  # type: ignore[misc]  # xdist has no types
     """`--dist loadfile`, with every file that uses the `sandbox` mark as one unit."""
@@ -39,12 +38,26 @@ class FilesAndSandbox(LoadFileScheduling):  # type: ignore[misc]  # xdist has no
     # xdist's scheduler API is its classes: pytest-xdist is pinned in pyproject.toml.
     def _split_scope(self, nodeid: str) -> str:
         file = super()._split_scope(nodeid)
-        return "sandbox" if _uses_mark(self.config.rootpath / file) else file
+        return "sandbox" if _marks_sandbox(self.config.rootpath / file) else file
 
 
 @cache
-def _uses_mark(path: Path) -> bool:
-    return MARK in path.read_text()
+def _marks_sandbox(path: Path) -> bool:
+    """The module's `pytestmark` (one mark or a list) holds `pytest.mark.sandbox`."""
+    assigned = [node for node in ast.parse(path.read_text()).body if isinstance(node, ast.Assign)]
+    for node in assigned:
+        if [ast.unparse(target) for target in node.targets] == ["pytestmark"]:
+            return "pytest.mark.sandbox" in ast.unparse(node.value)
+    return False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("sandbox") and not _marks_sandbox(item.path):
+            raise pytest.UsageError(
+                f"{item.nodeid}: mark the whole file sandbox (pytestmark = pytest.mark.sandbox);"
+                " workers group files (tests/support/workers.py)"
+            )
 
 
 @pytest.hookimpl(optionalhook=True)
