@@ -46,6 +46,7 @@ def source(stem: str) -> str:
     return bytes(field.parts[field.data[0]]).decode()
 
 
+@functools.cache  # compiled and probed once: the native and e2e files share them
 def template(stem: str) -> ChatTemplate:
     return ChatTemplate(source(stem), bos_token="<s>", eos_token="</s>")
 
