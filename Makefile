@@ -167,8 +167,8 @@ lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/mypy
 
 # PYTEST_WORKERS=N deals the suite out to N pytest workers (pytest-xdist; tests/support/workers.py
-# says how), for a machine with cores to spare. Unset: one process, which is faster on the
-# 2-core machine, whose model work already fills both cores (CONTRIBUTING.md, the suite's budget).
+# says how), for a machine with cores to spare. Unset: one process, the default, since on the
+# 2-core machine the model work already fills both cores (CONTRIBUTING.md, the suite's budget).
 WORKERS := $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients

@@ -18,7 +18,7 @@ from tests.support.server import Server, start_server
 from tests.support.stores import PG_URL, pg_address
 
 # Fixtures every suite's tests share: the FAKE SearXNG and its pages (`searxng`, `pages`);
-# how two pytest workers deal out the tests (`make test`: tests/support/workers.py), and
+# how pytest workers deal out the tests (`make test PYTEST_WORKERS=N`: tests/support/workers.py);
 # pytester, which tests/unit/test_workers.py runs a small suite with.
 pytest_plugins = ["tests.support.fake_searxng", "tests.support.workers", "pytester"]
 
@@ -30,7 +30,7 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     # SIGTERM (`timeout`, a CI runner giving up, kill) ends the session as Ctrl-C does:
     # pytest unwinds, and pytest_sessionfinish stops every process the tests started. Passed
     # on to the children first: pytest-xdist's workers (PYTEST_WORKERS) are this process's
-    # children, and each stops what it started only when it is told too.
+    # children, and each stops what it started only when it is told to.
     for child in processes.children():
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signum)
