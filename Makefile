@@ -154,25 +154,26 @@ templates: $(TEMPLATES) ## the chat templates of real models the tests render (d
 serve: $(STAMP) ## serve the bundled model on 127.0.0.1:8080
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
+# PYTEST_WORKERS=N deals a suite out to N pytest workers (pytest-xdist; tests/support/workers.py
+# says how), N=0 runs one process. The default is one process, since on the 2-core machine the
+# model work already fills both cores (CONTRIBUTING.md, the suite's budget); tests/unit, pure
+# Python, runs on two workers.
+workers = $(if $(1),-n $(1) --dist loadfile --no-loadscope-reorder)
+
 # tests/unit needs neither llama-cpp-python nor the templates: a clone runs it on the lint install.
 unit: $(LINT_STAMP) ## tests/unit: no llama.cpp, no server process, no network (seconds, no C++ build)
-	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(call workers,$(or $(PYTEST_WORKERS),2)) tests/unit $(PYTEST_ARGS)
 
 native: $(STAMP) templates ## tests/native: the engine's parts on llama.cpp and the real chat templates
-	$(BIN)/python -m pytest -q tests/native $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(call workers,$(PYTEST_WORKERS)) tests/native $(PYTEST_ARGS)
 
 lint: $(LINT_STAMP) ## ruff and mypy over respond/ and tests/ (no C++ build)
 	$(BIN)/ruff check respond tests bench tools
 	$(BIN)/ruff format --check respond tests bench tools
 	$(BIN)/mypy
 
-# PYTEST_WORKERS=N deals the suite out to N pytest workers (pytest-xdist; tests/support/workers.py
-# says how), for a machine with cores to spare. Unset: one process, the default, since on the
-# 2-core machine the model work already fills both cores (CONTRIBUTING.md, the suite's budget).
-WORKERS := $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
-
 e2e: $(STAMP) templates node-clients llamaindex browser nginx llama-server ## tests/e2e and tests/clients: the real server, real clients
-	$(BIN)/python -m pytest -q $(WORKERS) tests/e2e tests/clients $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(call workers,$(PYTEST_WORKERS)) tests/e2e tests/clients $(PYTEST_ARGS)
 
 # tests/e2e/test_every_template_model.py serves one template per group in `make test` (its
 # docstring says which); this serves every template of the pinned set, before a format change lands.
@@ -181,7 +182,7 @@ e2e-all: $(STAMP) templates ## every chat template of the set on the bundled mod
 
 # --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
 test: $(STAMP) templates lint node-clients llamaindex browser nginx llama-server ## everything: lint, then every suite (what CI runs)
-	$(BIN)/python -m pytest -q $(WORKERS) --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(call workers,$(PYTEST_WORKERS)) --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
