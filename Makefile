@@ -155,9 +155,9 @@ serve: $(STAMP) ## serve the bundled model on 127.0.0.1:8080
 	$(BIN)/respond serve --host 127.0.0.1 --port 8080
 
 # PYTEST_WORKERS=N deals a suite out to N pytest workers (pytest-xdist; tests/support/workers.py
-# says how), N=0 runs one process. The default is one process, since on the 2-core machine the
-# model work already fills both cores (CONTRIBUTING.md, the suite's budget); tests/unit, pure
-# Python, runs on two workers.
+# says how), N=0 runs one process. The default is one process: on the 2-core machine the model's
+# work does not get faster shared, and workers are not yet shown faster there (CONTRIBUTING.md,
+# the suite's budget). tests/unit, pure Python, runs on two workers.
 workers = $(if $(1),-n $(1) --dist loadfile --no-loadscope-reorder)
 
 # tests/unit needs neither llama-cpp-python nor the templates: a clone runs it on the lint install.
