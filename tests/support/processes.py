@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -33,25 +33,23 @@ def spawn(
 
 def children() -> list[int]:
     """The live processes whose parent is this one."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            state, ppid = stat.read_text().rpartition(")")[2].split()[:2]
-            if int(ppid) == os.getpid() and state != "Z":
-                found.append(int(stat.parent.name))
-    return found
+    return [pid for pid, ppid, _pgrp in _live() if ppid == os.getpid()]
 
 
 def _group_alive(process: subprocess.Popen[bytes]) -> bool:
     """A live (not zombie) process is still in the group: read from /proc, since a zombie
     that init has not reaped yet still answers a signal."""
+    return any(pgrp == process.pid for _pid, _ppid, pgrp in _live())
+
+
+def _live() -> Iterator[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of each process that is not a zombie."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):
             # "pid (comm) state ppid pgrp ...": comm may hold spaces, so split after ")".
-            state, _ppid, pgrp = stat.read_text().rpartition(")")[2].split()[:3]
-            if int(pgrp) == process.pid and state != "Z":
-                return True
-    return False
+            state, ppid, pgrp = stat.read_text().rpartition(")")[2].split()[:3]
+            if state != "Z":
+                yield int(stat.parent.name), int(ppid), int(pgrp)
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

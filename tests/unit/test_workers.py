@@ -1,6 +1,6 @@
-"""How `make test`'s two pytest workers deal out the tests (tests/support/workers.py), shown on
-a small suite run by pytest-xdist in a pytest of its own: a file's tests stay on one worker,
-and every test marked `sandbox`, whatever its file, runs on one worker."""
+"""How pytest workers deal out the tests (tests/support/workers.py; `make unit`, or any suite
+target with PYTEST_WORKERS), shown on a small suite run by pytest-xdist in a pytest of its own:
+a file's tests stay on one worker, and every file marked `sandbox` runs on one worker."""
 
 from __future__ import annotations
 
