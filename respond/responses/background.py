@@ -320,7 +320,7 @@ class Runs:
             return stored.response  # cancelling a finished run changes nothing
         task = self.tasks.get(response_id)
         if task is not None:
-            task.cancel()
+            self._stop(response_id, "on request")
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         elif stored.response["status"] == "queued" and await self.store.claim_one(
@@ -348,15 +348,26 @@ class Runs:
 
     def _on_signal(self, kind: str, response_id: str) -> None:
         if kind == "cancel":
-            task = self.tasks.get(response_id)
-            if task is not None:
-                log.info("cancelling %s on request from another replica", response_id)
-                task.cancel()
+            self._stop(response_id, "on request from another replica")
         elif kind == "events":
             for waiter in self._waiters.get(response_id, ()):
                 waiter.set()
         elif kind == "queued":
             self._wake.set()
+
+    def _stop(self, response_id: str, why: str) -> None:
+        """Cancel the task of a run here, once: a second cancel could reach its closing."""
+        task = self.tasks.get(response_id)
+        if task is not None and not task.cancelling():
+            log.info("cancelling %s %s", response_id, why)
+            task.cancel()
+
+    async def _stop_cancelled(self) -> None:
+        """Stop the runs here whose cancel is requested in the store. The signal can be lost
+        (a listener reconnecting), and a run waiting on a quiet engine flushes no events, the
+        other place it would see the request: without this it would run on to its end."""
+        for response_id in await self.store.cancels_requested(list(self.tasks)):
+            self._stop(response_id, "as requested in the store")
 
     async def wait_events(self, response_id: str, timeout: float) -> None:
         """replay.Signals: return when `response_id` may have new events."""
@@ -383,6 +394,7 @@ class Runs:
                 if time.monotonic() - beaten >= HEARTBEAT_SECONDS:
                     await self.store.heartbeat(self.runner)
                     await self.recover()
+                    await self._stop_cancelled()
                     beaten = time.monotonic()
                 await self.claim()
             except StoreFullError as exc:  # the heartbeat tries again: it clears once it saves

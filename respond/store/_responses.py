@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from respond.store._sql import SQLBase, Tx, _dump, _tenant
@@ -112,6 +113,17 @@ class ResponsesSQL(SQLBase):
                 response_id,
                 _tenant(tenant),
             )
+
+    async def cancels_requested(self, response_ids: Collection[str]) -> list[str]:
+        if not response_ids:
+            return []
+        marks = ", ".join("?" for _ in response_ids)
+        async with self.transaction("cancels_requested", readonly=True) as tx:
+            rows = await tx.fetch(
+                f"SELECT id FROM responses WHERE cancel_requested = 1 AND id IN ({marks})",
+                *response_ids,
+            )
+        return [row[0] for row in rows]
 
     async def events_after(
         self, tenant: str | None, response_id: str, after: int

@@ -25,7 +25,7 @@ the same cases on both, tests/e2e/test_store_load.py interleaves them from many 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -156,6 +156,10 @@ class ResponseStore(ABC):
     @abstractmethod
     async def request_cancel(self, tenant: str | None, response_id: str) -> None:
         """Ask whichever process runs this response to stop it."""
+
+    @abstractmethod
+    async def cancels_requested(self, response_ids: Collection[str]) -> list[str]:
+        """Those of `response_ids` (the runs of one process) whose cancel was requested."""
 
     @abstractmethod
     async def events_after(

@@ -243,6 +243,16 @@ def ended(body: dict[str, Any]) -> bool:
     return body["status"] not in ("queued", "in_progress")
 
 
+def said_about(response_id: str, replicas: list[Server]) -> str:
+    """What each replica logged about a response: which ran it, which was asked what."""
+    return "\n".join(
+        f"{replica.url}: {line}"
+        for replica in replicas
+        for line in replica.log().splitlines()
+        if response_id in line
+    )
+
+
 def served(replica: Server) -> int:
     return replica.log().count("respond.access: ")
 
@@ -274,7 +284,8 @@ def test_through_nginx_three_replicas_act_as_one(balanced: tuple[Server, list[Se
 
         long = client.responses.create(model=MODEL, background=True, **LONG)
         wait_for(lb.base_url, long.id, has_text)
-        assert client.responses.cancel(long.id).status == "cancelled"
+        cancelled = client.responses.cancel(long.id)
+        assert cancelled.status == "cancelled", said_about(long.id, replicas)
         assert client.responses.retrieve(long.id).status == "cancelled"
 
         client.responses.delete(made.id)

@@ -83,6 +83,30 @@ async def test_a_stored_cancel_request_stops_a_run_that_missed_the_signal(
     assert words < 500
 
 
+async def test_a_stored_cancel_request_stops_a_run_whose_engine_is_quiet(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No signal and no event to flush: the upkeep loop finds the request in the store."""
+    monkeypatch.setattr(background, "HEARTBEAT_SECONDS", 0.05)
+    engine = ScriptedEngine(delay=600)  # in progress, its first word ten minutes away
+    engine.enqueue(d.TextDelta("word"), d.Finish("stop"))
+    runs = runs_over(store, engine)
+    run = await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    queued = await runs.start(run)
+    upkeep = asyncio.ensure_future(runs.maintain())
+    try:
+        for _ in range(100):
+            stored = await store.get_response(None, queued.id)
+            if stored is not None and stored.response["status"] == "in_progress":
+                break
+            await asyncio.sleep(0.02)
+        await store.request_cancel(None, queued.id)
+        assert await final_status(store, queued.id) == "cancelled"
+    finally:
+        upkeep.cancel()
+        await asyncio.gather(upkeep, return_exceptions=True)
+
+
 async def test_a_cancel_request_of_another_tenant_is_ignored(store: SQLiteStore) -> None:
     engine = ScriptedEngine()
     engine.enqueue(d.TextDelta("hi"), d.Finish("stop"))

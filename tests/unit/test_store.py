@@ -363,6 +363,17 @@ async def test_cancel_requests_are_kept_for_the_runner(store: Store) -> None:
     assert await store.append_events("t", "resp_bg", events(1, start=3), running)
 
 
+async def test_cancel_requests_are_found_among_a_runners_runs(store: Store) -> None:
+    for rid in ("resp_a", "resp_b", "resp_c"):
+        await store.save_response("t", response(rid, "in_progress", []), [], events(1))
+    assert await store.cancels_requested([]) == []
+    await store.request_cancel("t", "resp_a")
+    await store.request_cancel("t", "resp_c")
+    await store.request_cancel("other", "resp_b")  # not theirs: no effect
+    assert sorted(await store.cancels_requested(["resp_a", "resp_b", "resp_x"])) == ["resp_a"]
+    assert sorted(await store.cancels_requested(["resp_a", "resp_c"])) == ["resp_a", "resp_c"]
+
+
 async def test_signals_reach_subscribers(store: Store) -> None:
     got: list[tuple[str, str]] = []
     arrived = asyncio.Event()
