@@ -43,7 +43,7 @@ NODE_STAMP := $(NODE_CLIENTS)/node_modules/.installed
 LLAMAINDEX := tests/clients/llamaindex
 LLAMAINDEX_STAMP := $(LLAMAINDEX)/.venv/.installed
 
-.PHONY: help serve unit native lint e2e e2e-all test install templates node-clients llamaindex browser nginx llama-server bench clean
+.PHONY: help serve unit native lint e2e e2e-all test gpu install templates node-clients llamaindex browser nginx llama-server bench clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
@@ -183,6 +183,12 @@ e2e-all: $(STAMP) templates ## every chat template of the set on the bundled mod
 # --durations: the 25 slowest tests close every run (CI's log too), so where the time goes is seen.
 test: $(STAMP) templates lint node-clients llamaindex browser nginx llama-server ## everything: lint, then every suite (what CI runs)
 	$(BIN)/python -m pytest -q $(call workers,$(PYTEST_WORKERS)) --durations=25 $(PYTEST_ARGS)
+
+# On a machine with an NVIDIA GPU and the CUDA toolkit, where `make install` builds for CUDA
+# (docs/hardware.md): the GPU's own tests, then respond against llama-server on it.
+gpu: $(STAMP) llama-server ## tests/gpu and bench/bench_gpu.py, on a machine with a GPU
+	$(BIN)/python -m pytest -q tests/gpu $(PYTEST_ARGS)
+	$(BIN)/python bench/bench_gpu.py
 
 bench: $(STAMP) ## the benchmarks in bench/, each printing ratios measured side by side
 	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -19,11 +19,10 @@ import pytest
 
 from tests.support import processes
 from tests.support.metrics import scrape, value
+from tests.support.placement import MODEL, TIMEOUT, about, ask, continue_after_another
 from tests.support.server import Server, free_port, start_server
 from tests.support.upstreams import LLAMA_SERVER
 
-MODEL = "smollm2-135m"
-TIMEOUT = 300  # a loaded two-core machine is slow; never a timed assertion
 RPC_SERVER = LLAMA_SERVER.parent / "ggml-rpc-server"
 
 
@@ -75,22 +74,6 @@ def on_rpc(tmp_path_factory: pytest.TempPathFactory, rpc: RpcServer) -> Iterator
     server.rpc_growth_mib = rpc.resident_mib() - before  # type: ignore[attr-defined]
     yield server
     server.stop()
-
-
-def about(topic: str) -> str:
-    """A question long enough that the conversation's cells are worth saving (_slots.py)."""
-    return (
-        f"Tell me one short fact about {topic}, something a child could remember about "
-        f"{topic}, where {topic} are found, and why people have cared about {topic} so long."
-    )
-
-
-def ask(server: Server, text: str, **extra: Any) -> dict[str, Any]:
-    body = {"model": MODEL, "input": text, "max_output_tokens": 12, "temperature": 0, **extra}
-    reply = httpx.post(f"{server.base_url}/responses", json=body, timeout=TIMEOUT)
-    assert reply.status_code == 200, reply.text
-    answer: dict[str, Any] = reply.json()
-    return answer
 
 
 def test_the_layers_are_on_the_rpc_server_and_every_view_says_so(
@@ -192,7 +175,7 @@ def test_quantized_kv_cells_restored_give_the_logits_of_a_fresh_read(tmp_path: P
     try:
         assert "KV q8_0/q8_0, flash attention on" in cached.log()
         continued = {
-            name: _continue_after_another(s) for name, s in (("cached", cached), ("fresh", fresh))
+            name: continue_after_another(s) for name, s in (("cached", cached), ("fresh", fresh))
         }
         restored = value(scrape(cached.url), "respond_prompt_cache_hits_total", model=MODEL)
     finally:
@@ -203,18 +186,3 @@ def test_quantized_kv_cells_restored_give_the_logits_of_a_fresh_read(tmp_path: P
     assert [t["token"] for t in ours] == [t["token"] for t in theirs]
     for mine, other in zip(ours, theirs, strict=True):
         assert mine["logprob"] == pytest.approx(other["logprob"], abs=0.02)
-
-
-def _continue_after_another(server: Server) -> list[dict[str, Any]]:
-    """Turn 2 of a conversation after another one took the only slot: its logprobs."""
-    first = ask(server, about("owls"), store=True)
-    ask(server, about("rivers"))
-    again = ask(
-        server,
-        "And what do owls eat?",
-        previous_response_id=first["id"],
-        include=["message.output_text.logprobs"],
-    )
-    logprobs: list[dict[str, Any]] = again["output"][0]["content"][0]["logprobs"]
-    assert logprobs
-    return logprobs
