@@ -51,7 +51,9 @@ def _bounded(case: Any) -> None:
     body = case.body
     if isinstance(body, dict):
         for key in ("max_output_tokens", "max_tokens", "max_completion_tokens"):
-            if isinstance(body.get(key), int) and body[key] > TOKENS:
+            value = body.get(key)
+            # An integral float (2000.0) is a valid integer too: it would generate as long.
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > TOKENS:
                 body[key] = TOKENS
         if body.get("background") is True:
             body["background"] = False  # a background run would outlive its example
