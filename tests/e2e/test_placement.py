@@ -5,21 +5,25 @@ KV cells and flash attention on the CPU. Each on the real server with the real m
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.support import processes
 from tests.support.metrics import scrape, value
-from tests.support.placement import MODEL, TIMEOUT, about, ask, continue_after_another
+from tests.support.placement import (
+    MODEL,
+    TIMEOUT,
+    answers_and_streams,
+    comes_back_from_the_prompt_cache,
+    quantized_cells_restored_as_read_afresh,
+    requests_share_the_slots,
+)
 from tests.support.server import Server, free_port, start_server
 from tests.support.upstreams import LLAMA_SERVER
 
@@ -98,41 +102,17 @@ def test_the_layers_are_on_the_rpc_server_and_every_view_says_so(
 
 
 def test_it_answers_and_streams(on_rpc: Server) -> None:
-    answer = ask(on_rpc, "Name a fruit.")
-    assert answer["output"][0]["content"][0]["text"].strip()
-    events = []
-    body = {"model": MODEL, "input": "Name a color.", "max_output_tokens": 8, "stream": True}
-    with httpx.stream("POST", f"{on_rpc.base_url}/responses", json=body, timeout=TIMEOUT) as s:
-        for line in s.iter_lines():
-            if line.startswith("data: "):
-                events.append(json.loads(line[6:])["type"])
-    assert "response.output_text.delta" in events
-    assert events[-1] in ("response.completed", "response.incomplete")  # 8 tokens may cut it
+    answers_and_streams(on_rpc)
 
 
 def test_four_requests_share_the_slots(on_rpc: Server) -> None:
-    answers: list[dict[str, Any]] = []
-    threads = [
-        threading.Thread(target=lambda n=n: answers.append(ask(on_rpc, f"Count to {n}.")))
-        for n in range(4)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(answers) == 4 and all(a["status"] in ("completed", "incomplete") for a in answers)
+    requests_share_the_slots(on_rpc, 4)
 
 
 def test_a_conversation_comes_back_from_the_prompt_cache(on_rpc: Server) -> None:
     """Three conversations on two slots: the first one's cells leave the rpc device for the
     host's prompt cache and are restored onto it for its next turn."""
-    hits = value(scrape(on_rpc.url), "respond_prompt_cache_hits_total", model=MODEL)
-    first = ask(on_rpc, about("owls"), store=True)
-    ask(on_rpc, about("rivers"))
-    ask(on_rpc, about("castles"))
-    again = ask(on_rpc, "And what do owls eat?", previous_response_id=first["id"])
-    assert again["usage"]["input_tokens_details"]["cached_tokens"] >= first["usage"]["input_tokens"]
-    assert value(scrape(on_rpc.url), "respond_prompt_cache_hits_total", model=MODEL) > hits
+    comes_back_from_the_prompt_cache(on_rpc, ["rivers", "castles"])
 
 
 def test_a_lost_rpc_server_is_a_clear_503_not_a_hang(on_rpc: Server, rpc: RpcServer) -> None:
@@ -169,20 +149,5 @@ def test_a_missing_rpc_server_stops_the_start(tmp_path: Path) -> None:
 def test_quantized_kv_cells_restored_give_the_logits_of_a_fresh_read(tmp_path: Path) -> None:
     """-ctk q8_0 -ctv q8_0 -fa on, on the CPU: a conversation whose cells were saved to the
     prompt cache and restored continues with the logprobs of one read afresh."""
-    args = ("-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "--parallel", "1", "--threads", "2")
-    cached = start_server(tmp_path / "cached", *args, "--cache-ram", "64")
-    fresh = start_server(tmp_path / "fresh", *args, "--cache-ram", "0")
-    try:
-        assert "KV q8_0/q8_0, flash attention on" in cached.log()
-        continued = {
-            name: continue_after_another(s) for name, s in (("cached", cached), ("fresh", fresh))
-        }
-        restored = value(scrape(cached.url), "respond_prompt_cache_hits_total", model=MODEL)
-    finally:
-        cached.stop()
-        fresh.stop()
-    assert restored >= 1
-    ours, theirs = continued["cached"], continued["fresh"]
-    assert [t["token"] for t in ours] == [t["token"] for t in theirs]
-    for mine, other in zip(ours, theirs, strict=True):
-        assert mine["logprob"] == pytest.approx(other["logprob"], abs=0.02)
+    placed = "KV q8_0/q8_0, flash attention on"
+    quantized_cells_restored_as_read_afresh(tmp_path, placed, "--threads", "2")

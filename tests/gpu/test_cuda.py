@@ -6,18 +6,22 @@ on the real server."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from respond.engines.llamacpp._devices import Device, devices
 from tests.support.metrics import scrape, value
-from tests.support.placement import MODEL, TIMEOUT, about, ask, continue_after_another
+from tests.support.placement import (
+    MODEL,
+    answers_and_streams,
+    ask,
+    comes_back_from_the_prompt_cache,
+    quantized_cells_restored_as_read_afresh,
+    requests_share_the_slots,
+)
 from tests.support.server import Server, start_server
 
 MIB = 1024 * 1024
@@ -58,41 +62,17 @@ def test_every_layer_is_on_the_gpu_by_default_and_every_view_says_so(
 
 
 def test_it_answers_and_streams(on_gpu: Server) -> None:
-    answer = ask(on_gpu, "Name a fruit.")
-    assert answer["output"][0]["content"][0]["text"].strip()
-    events = []
-    body = {"model": MODEL, "input": "Name a color.", "max_output_tokens": 8, "stream": True}
-    with httpx.stream("POST", f"{on_gpu.base_url}/responses", json=body, timeout=TIMEOUT) as s:
-        for line in s.iter_lines():
-            if line.startswith("data: "):
-                events.append(json.loads(line[6:])["type"])
-    assert "response.output_text.delta" in events
-    assert events[-1] in ("response.completed", "response.incomplete")  # 8 tokens may cut it
+    answers_and_streams(on_gpu)
 
 
 def test_eight_requests_share_four_slots(on_gpu: Server) -> None:
-    answers: list[dict[str, Any]] = []
-    threads = [
-        threading.Thread(target=lambda n=n: answers.append(ask(on_gpu, f"Count to {n}.")))
-        for n in range(8)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(answers) == 8 and all(a["status"] in ("completed", "incomplete") for a in answers)
+    requests_share_the_slots(on_gpu, 8)
 
 
 def test_a_conversation_comes_back_from_the_prompt_cache(on_gpu: Server) -> None:
     """Six conversations on four slots: the first one's cells leave the GPU for the host's
     prompt cache and are restored onto it for its next turn."""
-    hits = value(scrape(on_gpu.url), "respond_prompt_cache_hits_total", model=MODEL)
-    first = ask(on_gpu, about("owls"), store=True)
-    for topic in ("rivers", "castles", "comets", "deserts", "violins"):
-        ask(on_gpu, about(topic))
-    again = ask(on_gpu, "And what do owls eat?", previous_response_id=first["id"])
-    assert again["usage"]["input_tokens_details"]["cached_tokens"] >= first["usage"]["input_tokens"]
-    assert value(scrape(on_gpu.url), "respond_prompt_cache_hits_total", model=MODEL) > hits
+    comes_back_from_the_prompt_cache(on_gpu, ["rivers", "castles", "comets", "deserts", "violins"])
 
 
 def test_quantized_kv_cells_restored_give_the_logits_of_a_fresh_read(
@@ -100,26 +80,8 @@ def test_quantized_kv_cells_restored_give_the_logits_of_a_fresh_read(
 ) -> None:
     """-ctk q8_0 -ctv q8_0 -fa on, on the GPU: a conversation whose cells were saved to the
     prompt cache and restored continues with the logprobs of one read afresh."""
-    args = (
-        "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "--parallel", "1",
-        "--embedding-model", "none",
-    )  # fmt: skip
-    cached = start_server(tmp_path / "cached", *args, "--cache-ram", "64")
-    fresh = start_server(tmp_path / "fresh", *args, "--cache-ram", "0")
-    try:
-        assert f"31/31 layers on {gpu.name}, KV q8_0/q8_0, flash attention on" in cached.log()
-        continued = {
-            name: continue_after_another(s) for name, s in (("cached", cached), ("fresh", fresh))
-        }
-        restored = value(scrape(cached.url), "respond_prompt_cache_hits_total", model=MODEL)
-    finally:
-        cached.stop()
-        fresh.stop()
-    assert restored >= 1
-    ours, theirs = continued["cached"], continued["fresh"]
-    assert [t["token"] for t in ours] == [t["token"] for t in theirs]
-    for mine, other in zip(ours, theirs, strict=True):
-        assert mine["logprob"] == pytest.approx(other["logprob"], abs=0.02)
+    placed = f"31/31 layers on {gpu.name}, KV q8_0/q8_0, flash attention on"
+    quantized_cells_restored_as_read_afresh(tmp_path, placed, "--embedding-model", "none")
 
 
 def test_the_gpu_answers_as_the_cpu_does(tmp_path: Path, gpu: Device) -> None:
@@ -136,5 +98,5 @@ def test_the_gpu_answers_as_the_cpu_does(tmp_path: Path, gpu: Device) -> None:
         answers[name] = answer["output"][0]["content"][0]["logprobs"][:4]
     gpu_tokens, cpu_tokens = ([t["token"] for t in answers[n]] for n in ("gpu", "cpu"))
     assert gpu_tokens == cpu_tokens, answers
-    for on_gpu, on_cpu in zip(answers["gpu"], answers["cpu"], strict=True):
-        assert on_gpu["logprob"] == pytest.approx(on_cpu["logprob"], abs=0.05), answers
+    for mine, other in zip(answers["gpu"], answers["cpu"], strict=True):
+        assert mine["logprob"] == pytest.approx(other["logprob"], abs=0.05), answers
