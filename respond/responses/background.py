@@ -117,7 +117,7 @@ class Runs:
         if mine:
             self._launch(run.tenant, response.model_dump(mode="json"), lambda: self._work(run))
         else:
-            await self.store.publish("queued", response.id)
+            await self._signal("queued", response.id)
         return response
 
     def _reserve(self, wanted: int) -> int:
@@ -262,7 +262,7 @@ class Runs:
                     if cancelled:  # asked on a replica whose signal did not reach us
                         log.info("cancelling %s: a cancel was requested", run.resource.id)
                         break
-        await self.store.publish("events", run.resource.id)
+        await self._signal("events", run.resource.id)
 
     async def _begin(self, run: PreparedRun, pending: list[ev.Event]) -> bool:
         """Store the run's start, fenced by its claim: a process that stalled past its lease
@@ -303,7 +303,7 @@ class Runs:
         except Exception:
             log.exception("could not store events of %s", run.resource.id)
             return pending, False
-        await self.store.publish("events", run.resource.id)
+        await self._signal("events", run.resource.id)
         return [], cancelled
 
     # ------------------------------------------------------------ cancelling
@@ -329,7 +329,7 @@ class Runs:
             await self._end(tenant, stored.response, lambda builder: builder.cancel())
         else:  # another replica runs it: keep the request, and signal it
             await self.store.request_cancel(tenant, response_id)
-            await self.store.publish("cancel", response_id)
+            await self._signal("cancel", response_id)
         return await self._until_ended(tenant, response_id, stored.response)
 
     async def _until_ended(self, tenant: str | None, response_id: str, last: JSON) -> JSON:
@@ -345,6 +345,15 @@ class Runs:
         return last
 
     # ------------------------------------------------------------ signals
+
+    async def _signal(self, kind: str, response_id: str) -> None:
+        """Publish a signal; one the store cannot send now is logged, not raised. Every
+        signal is a shortcut: followers poll, the heartbeat claims the queue and finds
+        stored cancels. Raised inside a run's worker, it would end the run cancelled."""
+        try:
+            await self.store.publish(kind, response_id)
+        except Exception as exc:
+            log.warning("could not signal %s of %s (%s); polling finds it", kind, response_id, exc)
 
     def _on_signal(self, kind: str, response_id: str) -> None:
         if kind == "cancel":
@@ -435,7 +444,7 @@ class Runs:
             [event.model_dump(mode="json") for event in last],
         )
         if ended:
-            await self.store.publish("events", response_id)
+            await self._signal("events", response_id)
         return ended
 
     def stop_claiming(self) -> None:
@@ -477,7 +486,7 @@ class Runs:
             self.runner, run.tenant, response_id, queued, _OPENING
         ):
             log.info("response %s goes back to the queue (it had no output yet)", response_id)
-            await self.store.publish("queued", response_id)
+            await self._signal("queued", response_id)
         else:
             log.warning("could not hand back %s; it ends as interrupted", response_id)
             await self._end(run.tenant, run.builder.response.model_dump(mode="json"), _interrupted)

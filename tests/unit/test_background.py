@@ -21,7 +21,7 @@ from respond.responses.fold import fold_events
 from respond.responses.history import History
 from respond.responses.run import Responses
 from respond.responses.sealing import Sealer
-from respond.store.base import JSON
+from respond.store.base import JSON, StoreUnavailableError
 from respond.store.sqlite import SQLiteStore
 from respond.testing import ScriptedEngine
 from tests.support.schema import validate_event, validate_response
@@ -243,6 +243,35 @@ async def test_what_a_background_run_stores_agrees_with_its_events(
     assert await final_status(db, queued.id) == "completed"
     assert db.appended > 5
     await assert_stored_stream_is_the_response(db, queued.id)
+    await db.close()
+
+
+class SilentStore(SQLiteStore):
+    """The real SQLite store whose signals cannot be sent, as PostgreSQL's NOTIFY fails when
+    the connection is cut between BEGIN and the statement (a restarting database)."""
+
+    async def publish(self, kind: str, response_id: str) -> None:
+        raise StoreUnavailableError(OSError("connection reset"))
+
+
+async def test_a_run_whose_signals_fail_still_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal is a shortcut (followers poll): one the store cannot send must not end the
+    run. It used to end it `cancelled`, its worker raising mid-run (CI, test_faults)."""
+    monkeypatch.setattr(background, "FLUSH_SECONDS", 0.0)  # a signal after every event
+    db = SilentStore(tmp_path / "s.sqlite3", ttl_seconds=60)
+    await db.open()
+    engine = ScriptedEngine()
+    engine.enqueue(d.TextDelta("one"), d.TextDelta(" two"), d.Finish("stop"))
+    runs = runs_over(db, engine)
+    queued = await runs.start(
+        await runs.service.prepare(CreateResponseBody(input="go", background=True))
+    )
+    assert await final_status(db, queued.id) == "completed"
+    stored = await db.get_response(None, queued.id)
+    assert stored is not None
+    assert stored.response["output"][0]["content"][0]["text"] == "one two"
     await db.close()
 
 
