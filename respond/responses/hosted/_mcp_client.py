@@ -35,6 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 
+from respond import _model_json as model_json
 from respond.protocol.items import McpToolInfo
 from respond.responses.hosted_call import CallResult
 
@@ -89,7 +90,7 @@ class McpClient:
         """Run one call; every failure is a CallResult with an error, never an exception
         (cancellation excepted: it stops the call)."""
         try:
-            parsed = json.loads(arguments or "{}")
+            parsed = model_json.loads(arguments or "{}")
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):

@@ -13,12 +13,12 @@ run: the model does not see it (logged once).
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 from collections.abc import Sequence
 from typing import Any
 
+from respond import _model_json as model_json
 from respond._ids import new_id
 from respond.containers import MAX_IMAGES, MAX_IMAGES_BYTES, ContainerService, Ran, SandboxError
 from respond.protocol.errors import APIError
@@ -166,7 +166,7 @@ class _Executor(InContainer):
 
     async def call(self, name: str, arguments: str) -> CallResult:
         try:
-            code = json.loads(arguments)["code"]
+            code = model_json.loads(arguments)["code"]
         except (ValueError, KeyError, TypeError):
             code = None
         if not isinstance(code, str):

@@ -8,12 +8,12 @@ respond (files/: the same search as POST /v1/vector_stores/{id}/search), become
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from respond import _model_json as model_json
 from respond.files import FileService, Hit, check_filter
 from respond.protocol.errors import APIError
 from respond.protocol.files import Filter
@@ -156,7 +156,8 @@ class _Executor:
 
     async def call(self, name: str, arguments: str) -> CallResult:
         try:
-            queries = [q for q in json.loads(arguments)["queries"] if isinstance(q, str) and q]
+            asked = model_json.loads(arguments)["queries"]
+            queries = [q for q in asked if isinstance(q, str) and q]
         except (ValueError, KeyError, TypeError):
             queries = []
         if not queries:

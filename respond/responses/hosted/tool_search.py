@@ -11,10 +11,10 @@ on; the call is a `tool_search_call` item followed by a `tool_search_output` lis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from respond import _model_json as model_json
 from respond.protocol.errors import APIError
 from respond.protocol.tools import Tool, ToolSearchTool
 from respond.responses.hosted._base import Hosted, refuse_named_function
@@ -121,7 +121,7 @@ class _Search:
 def _query(arguments: str) -> str:
     """The words searched for: the `query`, or any strings the arguments hold."""
     try:
-        value = json.loads(arguments)
+        value = model_json.loads(arguments)
     except ValueError:
         return arguments
     if isinstance(value, Mapping):

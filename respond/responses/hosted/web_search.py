@@ -15,11 +15,11 @@ model does not see it (logged once), as before respond ran it.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from respond import _model_json as model_json
 from respond._config import WebSearchSettings
 from respond.protocol.errors import APIError
 from respond.protocol.tools import WEB_SEARCH_TYPES, FunctionTool, WebSearchTool
@@ -240,7 +240,7 @@ class _Executor:
 
     async def call(self, name: str, arguments: str) -> CallResult:
         try:
-            args = json.loads(arguments)
+            args = model_json.loads(arguments)
         except ValueError:
             args = None
         if not isinstance(args, dict):

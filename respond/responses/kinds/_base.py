@@ -11,12 +11,12 @@ replay function appends what its items were to the model.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from respond import _model_json as model_json
 from respond.engines import _base as d
 from respond.engines._base import ChatMessage, FunctionSpec, ToolCall
 from respond.protocol import events as ev
@@ -154,7 +154,7 @@ class LateCall(QuietCall[ItemT]):
 
     def added(self) -> tuple[ItemT, list[ev.Event]]:
         try:
-            arguments = json.loads(self.arguments)
+            arguments = model_json.loads(self.arguments)
         except ValueError:
             arguments = None
         return self.item(arguments if isinstance(arguments, dict) else {}), []

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from respond import _model_json as model_json
 from respond.engines import _base as d
 from respond.engines._base import ToolCall
 from respond.protocol import events as ev
@@ -52,7 +53,7 @@ class CodeInterpreterCall(Item[CodeInterpreterCallItem]):
 
     def end(self) -> list[ev.Event]:
         try:
-            code = json.loads(self.arguments).get("code")
+            code = model_json.loads(self.arguments).get("code")
         except (ValueError, AttributeError):
             code = None  # cut short by the token limit: what streamed is all there is
         return self._more(code if isinstance(code, str) else self.sent)
@@ -107,7 +108,7 @@ def partial_code(arguments: str) -> str:
         return ""
     if code and "\ud800" <= code[-1] <= "\udbff":
         code = code[:-1]  # half of a surrogate pair: the other half is still to come
-    return code
+    return model_json.valid_text(code)  # as the whole arguments are read at the end
 
 
 def _resume(item: CodeInterpreterCallItem) -> CodeInterpreterCall:

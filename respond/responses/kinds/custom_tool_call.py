@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from respond import _model_json as model_json
 from respond.engines import _base as d
 from respond.engines._base import FunctionSpec, InputGrammar, ToolCall
 from respond.protocol import events as ev
@@ -36,7 +37,7 @@ class CustomToolCall(QuietCall[CustomToolCallItem]):
 
     def end(self) -> list[ev.Event]:
         try:
-            value = json.loads(self.arguments).get("input", "")
+            value = model_json.loads(self.arguments).get("input", "")
         except (ValueError, AttributeError):
             value = ""  # cut short by the token limit: no complete input
         return [ev.CustomToolCallInputDelta(**self.ids(), delta=str(value))]

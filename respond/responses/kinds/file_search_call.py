@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from respond import _model_json as model_json
 from respond.engines._base import ToolCall
 from respond.protocol import events as ev
 from respond.protocol.items import FileSearchCallItem
@@ -61,7 +62,7 @@ def _resume(item: FileSearchCallItem) -> FileSearchCall:
 def _queries(arguments: str) -> list[str]:
     """The queries of a file_search call's arguments ({"queries": [...]})."""
     try:
-        queries = json.loads(arguments).get("queries")
+        queries = model_json.loads(arguments).get("queries")
     except (ValueError, AttributeError):
         return []
     return [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from respond import _model_json as model_json
 from respond._ids import new_id
 from respond.engines._base import FunctionSpec, ToolCall
 from respond.protocol import events as ev
@@ -119,7 +120,7 @@ class HostedShellCall(ShellCall):
 
     def follows(self, result: CallResult) -> Item[Any]:
         try:
-            asked = json.loads(self.arguments).get("max_output_length")
+            asked = model_json.loads(self.arguments).get("max_output_length")
         except (ValueError, AttributeError):
             asked = None
         limit = asked if isinstance(asked, int) else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from respond import _model_json as model_json
 from respond.engines._base import FunctionSpec, ToolCall
 from respond.protocol import events as ev
 from respond.protocol.items import ToolSearchCallItem, ToolSearchOutputItem
@@ -72,7 +73,7 @@ def spec(tool: ToolSearchTool) -> FunctionSpec:
 def arguments_of(text: str) -> dict[str, Any]:
     """A call's arguments as the item carries them (an object; {} when they do not parse)."""
     try:
-        arguments = json.loads(text)
+        arguments = model_json.loads(text)
     except ValueError:
         return {}
     return arguments if isinstance(arguments, dict) else {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from respond import _model_json as model_json
 from respond.engines._base import ToolCall
 from respond.protocol import events as ev
 from respond.protocol.items import WebSearchCallItem
@@ -44,7 +45,7 @@ class WebSearchCall(QuietCall[WebSearchCallItem]):
 
     def close(self, item: WebSearchCallItem, status: Status) -> list[ev.Event]:
         try:
-            arguments = json.loads(self.arguments)
+            arguments = model_json.loads(self.arguments)
         except ValueError:
             arguments = {}
         for name in _ARGUMENTS[self.action["type"]]:
