@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tests.support import outside, processes
+from tests.support import server as servers
 from tests.support.clients import openai_client
 from tests.support.server import Server, start_server
 from tests.support.stores import PG_URL, pg_address
@@ -82,6 +83,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_testnodedown(node: object, error: object | None) -> None:
     # A worker that crashed sent nothing; xdist reports the crash itself.
     _WORKERS_FOUND.extend(getattr(node, "workeroutput", {}).get("respond_found", []))
+
+
+# Each test's view of the server logs at its start (see pytest_runtest_makereport).
+_LOG_SIZES = pytest.StashKey[dict[Path, int]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_LOG_SIZES] = servers.log_sizes()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[pytest.TestReport]:
+    """A failed test's report shows what the respond servers logged during it: a 500 in CI
+    is otherwise a message without its traceback."""
+    report: pytest.TestReport = yield
+    if report.failed and _LOG_SIZES in item.stash:
+        said = servers.logged_since(item.stash[_LOG_SIZES])
+        if said:
+            report.sections.append(("respond servers' logs during the test", said))
+    return report
 
 
 def _pg_unreachable() -> str | None:

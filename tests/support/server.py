@@ -15,6 +15,27 @@ import httpx
 
 from tests.support import processes
 
+# Every server log this session wrote: a failed test shows what the servers said meanwhile.
+LOGS: list[Path] = []
+
+
+def log_sizes() -> dict[Path, int]:
+    return {path: path.stat().st_size for path in LOGS if path.exists()}
+
+
+def logged_since(sizes: dict[Path, int], lines: int = 80) -> str:
+    """The last `lines` each server log gained since `sizes` (from its start if newer)."""
+    parts = []
+    for path in LOGS:
+        if not path.exists():
+            continue
+        with path.open("rb") as log:
+            log.seek(sizes.get(path, 0))
+            gained = log.read().decode(errors="replace").splitlines()[-lines:]
+        if gained:
+            parts.append(f"--- {path.name}\n" + "\n".join(gained))
+    return "\n".join(parts)
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -70,6 +91,7 @@ def start_server(
         command += ["--data-dir", str(tmp / "data")]
     with log_path.open("wb") as log:
         process = processes.spawn(command, log=log, env=full_env)
+    LOGS.append(log_path)
     server = Server(process, port, log_path, full_env)
     if wait_ready:
         wait_healthy(server)
