@@ -4,7 +4,7 @@ model is the FAKE ScriptedEngine (the bundled model writes such an escape only b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,8 @@ WEATHER = {
     "parameters": {"type": "object", "properties": {}},
     "defer_loading": True,
 }
-CASES = {
+# name: (the request's tools, the function the model calls, where the item holds the text)
+CASES: dict[str, tuple[list[dict[str, Any]], str, Callable[[dict[str, Any]], Any]]] = {
     # respond runs the search: its call's arguments are an object in the item
     "tool_search": (
         [{"type": "tool_search"}, WEATHER],
