@@ -9,6 +9,8 @@ an engine author meets in the seam's signatures must be importable from respond.
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 import types
 import typing
 from collections.abc import Iterator
@@ -87,3 +89,16 @@ def test_the_test_engines_are_named_as_fakes() -> None:
     assert sorted(engine.__name__ for engine in engines) == ["FakeEngine", "ScriptedEngine"]
     for engine in engines:
         assert "FAKE" in (engine.__doc__ or ""), engine.__name__
+
+
+def test_starting_respond_does_not_import_the_mcp_package() -> None:
+    """The mcp client package is a quarter of respond's import time: it is loaded at the first
+    MCP tool (hosted/mcp.py), not by every `respond` command and server start."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import sys, respond.cli; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'respond.responses.hosted.mcp'" in found  # the family itself is loaded
+    assert "'mcp'" not in found and "'mcp_types'" not in found

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from respond._config import McpSettings
 from respond._ids import new_id
@@ -29,13 +29,15 @@ from respond.protocol.requests import (
 )
 from respond.protocol.tools import CustomTool, FunctionTool, McpTool, ToolSearchTool
 from respond.responses.hosted._base import Approved, Hosted, visible_names
-from respond.responses.hosted._mcp_client import McpClient, McpUnavailable
 from respond.responses.hosted._mcp_deferred import loaded_by, searchable_wire
 from respond.responses.hosted._toolset import Request
 from respond.responses.hosted.egress import Egress
 from respond.responses.hosted_call import HostedTool
 from respond.responses.kinds.mcp_call import McpListing
 from respond.responses.kinds.namespace import Names
+
+if TYPE_CHECKING:
+    from respond.responses.hosted._mcp_client import McpClient
 
 __all__ = ["McpServer", "McpTools"]
 
@@ -134,7 +136,7 @@ class McpTools:
                 description=tool.description,
                 parameters=_object_schema(tool.input_schema),
                 needs_approval=server.needs_approval(tool),
-                executor=McpClient(
+                executor=_client(
                     server.url,
                     server.headers,
                     timeout=self.settings.timeout,
@@ -228,7 +230,9 @@ class McpTools:
         )
 
     async def _list(self, server: McpServer) -> list[McpToolInfo]:
-        client = McpClient(server.url, server.headers, timeout=self.settings.timeout)
+        from respond.responses.hosted._mcp_client import McpUnavailable  # see _client
+
+        client = _client(server.url, server.headers, timeout=self.settings.timeout)
         try:
             return await client.list_tools()
         except McpUnavailable as exc:
@@ -374,3 +378,13 @@ def _forced(body: CreateResponseBody, hosted: Hosted) -> tuple[str, ...] | None:
             code="invalid_value",
         )
     return names
+
+
+def _client(
+    url: str, headers: Mapping[str, str], *, timeout: float, known: Sequence[McpToolInfo] = ()
+) -> McpClient:
+    # Imported at the first MCP tool: the mcp package is a quarter of respond's import time
+    # (0.33 of 1.3 s), which every `respond` command and every server start pays.
+    from respond.responses.hosted._mcp_client import McpClient
+
+    return McpClient(url, headers, timeout=timeout, known=known)
