@@ -1,10 +1,11 @@
 """JSON the model wrote (a tool call's arguments), read into text that can be sent and kept.
 
 A JSON escape can name a lone UTF-16 surrogate (`\\ud83d`, half of an emoji's pair) or NUL.
-Python keeps either in a str, and it fails later: pydantic-core cannot write a surrogate into
-an answer, UTF-8 cannot store it, PostgreSQL cannot store NUL in text. A client's request
-holding one is refused (protocol/limits.py); the model's own are replaced with U+FFFD, as
-the bytes of its text that do not decode are.
+Python keeps either in a str. A surrogate fails later: pydantic-core cannot write it into an
+answer, nor UTF-8 into the store. NUL is taken by no tool (a command's argument, Python
+source). A client's request holding either is refused (protocol/limits.py); the items made
+from the model's arguments keep the same rule, the characters replaced with U+FFFD as the
+bytes of its text that do not decode are.
 """
 
 from __future__ import annotations
