@@ -62,24 +62,25 @@ WEATHER = {
     "parameters": {"type": "object", "properties": {}},
     "defer_loading": True,
 }
-# name: (the request's tools, the function the model calls, where the item holds the text)
-CASES: dict[str, tuple[list[dict[str, Any]], str, Callable[[dict[str, Any]], Any]]] = {
+# name: (the request's tools, the function the model calls with LONE in its arguments,
+# where the item holds the text)
+CASES: dict[str, tuple[list[dict[str, Any]], tuple[str, str], Callable[[dict[str, Any]], Any]]] = {
     # respond runs the search: its call's arguments are an object in the item
     "tool_search": (
         [{"type": "tool_search"}, WEATHER],
-        "tool_search",
+        ("tool_search", f'{{"query": {LONE}}}'),
         lambda item: item["arguments"]["query"],
     ),
     # the client's custom tool: its input is the string the model wrote
     "custom": (
         [{"type": "custom", "name": "note"}],
-        "note",
+        ("note", f'{{"input": {LONE}}}'),
         lambda item: item["input"],
     ),
     # the client's shell: its commands are read from the arguments
     "shell": (
         [{"type": "shell"}],
-        "shell",
+        ("shell", f'{{"commands": [{LONE}]}}'),
         lambda item: item["action"]["commands"][0],
     ),
 }
@@ -89,11 +90,9 @@ CASES: dict[str, tuple[list[dict[str, Any]], str, Callable[[dict[str, Any]], Any
 def test_a_call_written_with_them_is_answered_and_stored(
     url: str, engine: ScriptedEngine, case: str
 ) -> None:
-    tools, name, text_of = CASES[case]
-    key = {"tool_search": "query", "note": "input", "shell": "commands"}[name]
-    value = f"[{LONE}]" if key == "commands" else LONE
+    tools, (name, arguments), text_of = CASES[case]
     for _ in range(2):  # answered whole, then streamed
-        engine.enqueue(*call(name, f'{{"{key}": {value}}}'))
+        engine.enqueue(*call(name, arguments))
         if name == "tool_search":  # respond ran it: the model speaks again
             engine.enqueue(d.TextDelta("done"), d.Finish("stop"))
     body: dict[str, Any] = {"input": "go", "tools": tools, "tool_choice": "required"}
