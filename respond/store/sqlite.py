@@ -39,15 +39,42 @@ T = TypeVar("T")
 READERS = 4  # reader connections: GETs, resumes and searches run this many at once
 
 
+# A cursor never leaves its connection's thread: each call below closes its cursor there
+# and returns plain values. A cursor freed on another thread (the event loop's, which
+# receives what a call returns) resets its cached statement from there, while the
+# connection's thread may be running that statement: CPython's sqlite3 shares statements
+# between cursors without a lock (python/cpython#118172). The likely cause of a write
+# failing now and then with "bad parameter or other API misuse".
+def _execute(conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> int:
+    """Runs `sql`; the rows it changed."""
+    cursor = conn.execute(sql, args)
+    try:
+        return cursor.rowcount
+    finally:
+        cursor.close()
+
+
+def _executemany(conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    conn.executemany(sql, rows).close()
+
+
+def _fetch(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Sequence[Any]]:
+    cursor = conn.execute(sql, args)
+    try:
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     # BEGIN may itself have failed (or never run): there may be nothing to roll back.
     if conn.in_transaction:
-        conn.execute("ROLLBACK")
+        _execute(conn, "ROLLBACK")
 
 
 def _commit(conn: sqlite3.Connection) -> None:
     try:
-        conn.execute("COMMIT")
+        _execute(conn, "COMMIT")
     except sqlite3.Error:
         _rollback(conn)  # a failed COMMIT (a full disk) leaves the transaction open
         raise
@@ -73,13 +100,13 @@ class _Connection:
 
     def _connect(self) -> None:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=10000")
+        _execute(conn, "PRAGMA busy_timeout=10000")
         if self._reader:
-            conn.execute("PRAGMA query_only=ON")
+            _execute(conn, "PRAGMA query_only=ON")
         else:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _execute(conn, "PRAGMA journal_mode=WAL")
             # In WAL mode NORMAL survives a process crash (a power cut may lose the last commits).
-            conn.execute("PRAGMA synchronous=NORMAL")
+            _execute(conn, "PRAGMA synchronous=NORMAL")
         self._conn = conn
 
     async def open(self) -> None:
@@ -101,7 +128,7 @@ class _Connection:
     async def transaction(self, begin: str) -> AsyncIterator[Tx]:
         """BEGIN .. COMMIT, or ROLLBACK on any exception (cancellation too); BEGIN inside."""
         try:
-            await self.run(lambda c: c.execute(begin))
+            await self.run(lambda c: _execute(c, begin))
             yield _SQLiteTx(self)
         except BaseException:
             await self.run(_rollback)
@@ -120,13 +147,13 @@ class _SQLiteTx:
         self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return await self._conn.run(lambda c: c.execute(sql, args).rowcount)
+        return await self._conn.run(lambda c: _execute(c, sql, args))
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._conn.run(lambda c: c.executemany(sql, rows))
+        await self._conn.run(lambda c: _executemany(c, sql, rows))
 
     async def fetch(self, sql: str, *args: Any) -> list[Sequence[Any]]:
-        return await self._conn.run(lambda c: c.execute(sql, args).fetchall())
+        return await self._conn.run(lambda c: _fetch(c, sql, args))
 
 
 class SQLiteStore(SQLStore):
