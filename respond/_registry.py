@@ -151,7 +151,8 @@ def _from_settings(
 def _model_file(entry: EmbeddedModel, settings: Settings) -> tuple[Path, str, Path | None]:
     """The GGUF to load, its default alias, and its mmproj: the one given (--mmproj, the
     table's `mmproj`), else the hub repo's."""
-    from respond._hub import HubError, fetch
+    from respond._hub import HubError
+    from respond._hub_download import fetch
     from respond.engines.llamacpp import BUNDLED_ALIAS, bundled_model_path
 
     given = entry.mmproj

@@ -91,9 +91,10 @@ def test_the_test_engines_are_named_as_fakes() -> None:
         assert "FAKE" in (engine.__doc__ or ""), engine.__name__
 
 
-def test_starting_respond_does_not_import_the_mcp_package() -> None:
-    """The mcp client package is a quarter of respond's import time: it is loaded at the first
-    MCP tool (hosted/mcp.py), not by every `respond` command and server start."""
+def test_starting_respond_does_not_import_the_mcp_or_hub_packages() -> None:
+    """The mcp client package (a quarter of respond's import time) is loaded at the first MCP
+    tool (hosted/mcp.py), huggingface_hub (a tenth) when -hf fetches a model
+    (_hub_download.py): neither by every `respond` command and server start."""
     found = subprocess.run(
         [sys.executable, "-c", "import sys, respond.cli; print(sorted(sys.modules))"],
         capture_output=True,
@@ -102,3 +103,5 @@ def test_starting_respond_does_not_import_the_mcp_package() -> None:
     ).stdout
     assert "'respond.responses.hosted.mcp'" in found  # the family itself is loaded
     assert "'mcp'" not in found and "'mcp_types'" not in found
+    assert "'respond._hub'" in found  # the flags' own checks
+    assert "'huggingface_hub'" not in found and "'tqdm'" not in found
