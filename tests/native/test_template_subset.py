@@ -2,8 +2,8 @@
 
 One template per group (tests/support/template_formats.py's rule): every group of the set
 is served, each by exactly one template, the bundled model's among them; so a template or
-a format that brings a new parser, reasoning markup, generation prompt or Stop is served
-by `make test` as soon as it is added, and no group is served twice.
+a format that brings a new parser or generation-prompt shape is served by `make test` as
+soon as it is added, and no group is served twice.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.support.template_formats import BUNDLED, group_of, opens_reasoning
 
 
 def test_the_subset_serves_every_group_once() -> None:
-    groups = {stem: group_of(stem, every.STOP_KINDS) for stem in every.STEMS}
+    groups = {stem: group_of(stem) for stem in every.STEMS}
     subset = every.subset()
     assert set(subset.values()) == set(groups.values())  # none left out
     assert len(set(subset.values())) == len(subset)  # each once

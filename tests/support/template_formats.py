@@ -2,17 +2,18 @@
 
 The format detection gives a template (`chosen`, as a server does at start-up), and the
 group a template stands in for in tests/e2e/test_every_template_model.py's subset: the
-stream parser its format reads output with ("fallback" where the format is unknown),
-whether the format has reasoning markup of its own, whether the generation prompt opens a
-reasoning block (reasoning.effort "high"), and where the template's history of a turn
-parts from the turn as written (the e2e file's STOPS). `BUNDLED` is the bundled model with
-the template its GGUF holds.
+stream parser its format reads output with ("fallback" where the format is unknown) and
+the shape of its generation prompt, whether it opens a reasoning block (reasoning.effort
+"high"). What the e2e file proves beyond the unit matrix (sampling under the grammar, the
+slot's reuse of the whole first turn) belongs to the engine and to each parser, so one
+template per parser and prompt shape proves it for the rest. `BUNDLED` is the bundled
+model with the template its GGUF holds.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import gguf
@@ -64,15 +65,11 @@ class Group(NamedTuple):
     """What a template shares with the others of its group in the e2e file."""
 
     parser: str  # the class of its format's stream parser, or "fallback"
-    markup: bool  # its format has reasoning markup of its own
     opens: bool  # its generation prompt opens a reasoning block (reasoning.effort "high")
-    stop: str | None  # its Stop's kind in the e2e file ("prompt", "call"), None if none
 
     @property
     def label(self) -> str:
-        flags = [("markup", self.markup), ("opens", self.opens)]
-        stop = [f"stop:{self.stop}"] if self.stop else []
-        return ",".join([self.parser, *(name for name, on in flags if on), *stop])
+        return f"{self.parser},opens" if self.opens else self.parser
 
 
 @functools.cache
@@ -87,8 +84,7 @@ def opens_reasoning(stem: str) -> bool:
     return prompt.rstrip().endswith(think.open.rstrip())
 
 
-def group_of(stem: str, stops: Mapping[str, str]) -> Group:
-    """`stops`: the kind of each template's Stop in the e2e file."""
+def group_of(stem: str) -> Group:
     choice = chosen(stem)
     fmt = choice.format
     parser = "fallback"
@@ -99,13 +95,12 @@ def group_of(stem: str, stops: Mapping[str, str]) -> Group:
         parser = type(reader).__name__
         if isinstance(reader, MarkupParser):  # one machine: its call body readers tell them
             parser += f":{reader.body}"
-    markup = fmt is not None and fmt.think is not None
-    return Group(parser, markup, opens_reasoning(stem), stops.get(stem))
+    return Group(parser, opens_reasoning(stem))
 
 
-def first_of_each_group(stems: Iterable[str], stops: Mapping[str, str]) -> dict[str, Group]:
+def first_of_each_group(stems: Iterable[str]) -> dict[str, Group]:
     """The first template of each group, in `stems`' order, and the group it stands for."""
     firsts: dict[Group, str] = {}
     for stem in stems:
-        firsts.setdefault(group_of(stem, stops), stem)
+        firsts.setdefault(group_of(stem), stem)
     return {stem: group for group, stem in firsts.items()}
