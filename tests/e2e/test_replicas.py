@@ -335,7 +335,9 @@ def test_a_replica_killed_mid_run_loses_nothing(balanced: tuple[Server, list[Ser
             first.append(dump(event))
             if event.type == "response.output_text.delta":
                 break
-        run = on_doomed.responses.create(model=MODEL, background=True, **LONG)
+        run = on_doomed.responses.create(
+            model=MODEL, background=True, **LONG | {"max_output_tokens": 96}
+        )
         doomed.process.send_signal(signal.SIGKILL)
         doomed.process.wait()
     streamed_id = first[0]["response"]["id"]
