@@ -4,7 +4,11 @@ respond/_flags.py lists them, with their environment variables and config-file k
 from __future__ import annotations
 
 import argparse
+import atexit
+import logging
 import os
+import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,6 +76,25 @@ def main(argv: list[str] | None = None) -> None:
     from respond._server import build_server
 
     build_server(settings).run()
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """Exit as soon as the server has shut down. By then the store, the engines and the
+    sandbox are closed; what the interpreter still does is free its ~1,200 modules and a
+    loaded model one object at a time, 0.4 s that a supervisor (systemd, Kubernetes, a
+    rolling restart, the test suite) waits for after every stop. So: what a normal exit
+    does that matters (the other threads joined, the atexit handlers, the logs and the
+    standard streams flushed), then os._exit."""
+    main_thread = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main_thread and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
