@@ -12,7 +12,7 @@ npm 11 skips the wrapper's postinstall, so the binary is run directly.
     adaptive thinking, output_config.effort, context_management, a `system` message
     inside `messages`), on a server started with `-c 16384`. The tiny model's reply may be
     nonsense; the turn must complete without a protocol error. CLAUDE_CODE_MAX_OUTPUT_TOKENS
-    keeps its max_tokens (32000 by default) to a few dozen tokens on two cores. Under that
+    keeps its max_tokens (32000 by default) to 16 tokens on two cores. Under that
     prompt the 135M model at temperature 0 does not end its turn within them: respond
     answers `stop_reason: "max_tokens"`, Claude Code asks it to go on (three times, each a
     new request) and then ends with its own `max_output_tokens` error. That ending is the
@@ -64,10 +64,16 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def run_claude(
-    tmp: Path, server: Server, *args: str, timeout: float, may_run_long: bool = False
+    tmp: Path,
+    server: Server,
+    *args: str,
+    timeout: float,
+    may_run_long: bool = False,
+    max_output: int = 48,
 ) -> dict[str, Any]:
     """Claude Code's JSON result. `may_run_long`: the model may spend every output token
-    (Claude Code then ends with `max_output_tokens`) as long as nothing else went wrong."""
+    (Claude Code then ends with `max_output_tokens`) as long as nothing else went wrong;
+    `max_output`: CLAUDE_CODE_MAX_OUTPUT_TOKENS."""
     work, home = tmp / "work", tmp / "home"
     work.mkdir()
     home.mkdir()
@@ -80,7 +86,7 @@ def run_claude(
         "ANTHROPIC_SMALL_FAST_MODEL": BUNDLED_ALIAS,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
-        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "48",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output),
         # A 12k-token prompt takes minutes on two busy cores: no client-side timeout first.
         "API_TIMEOUT_MS": str(int(timeout * 1000)),
     }
@@ -121,7 +127,8 @@ def test_claude_code_with_a_short_prompt_and_no_tools(small: Server, tmp_path: P
 
 
 def test_claude_code_with_its_full_default_prompt_and_tools(large: Server, tmp_path: Path) -> None:
-    result = run_claude(tmp_path, large, timeout=1500, may_run_long=True)
+    # Each of the four requests writes all its tokens at a 12k-token context: 16, not 48.
+    result = run_claude(tmp_path, large, timeout=1500, may_run_long=True, max_output=16)
     usage = result["usage"]
     # ~12k prompt tokens were really sent and counted (input plus what the cache held).
     assert usage["input_tokens"] + usage["cache_read_input_tokens"] > 8000
