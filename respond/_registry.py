@@ -15,15 +15,12 @@ import httpx
 from respond._config import Placement, Settings, Timeouts
 from respond._config_file import EmbeddedModel, ModelEntry, UpstreamModel, config_of
 from respond.engines import Engine
-from respond.engines.upstream import (
-    ChatCompletionsEngine,
-    ChatOptions,
-    ResponsesEngine,
-    UpstreamPool,
-)
 
+# Each kind of engine is imported where a model of its kind is built: a server of local
+# models does not load the upstream clients (and jsonschema), nor the reverse.
 if TYPE_CHECKING:
     from respond.engines.llamacpp import LlamaCppEngine
+    from respond.engines.upstream import UpstreamPool
 
 __all__ = ["build_engines", "discover_models", "upstream_engine"]
 
@@ -84,6 +81,8 @@ def _from_entries(
             key = (entry.urls, entry.api_key, entry.timeouts)
             pool = pools.get(key)
             if pool is None:
+                from respond.engines.upstream import UpstreamPool
+
                 pool = pools[key] = UpstreamPool(
                     entry.urls, api_key=entry.api_key, timeouts=entry.timeouts
                 )
@@ -209,6 +208,8 @@ def _folder(settings: Settings) -> dict[str, Engine]:
 
 
 def upstream_engine(entry: UpstreamModel, pool: UpstreamPool) -> Engine:
+    from respond.engines.upstream import ChatCompletionsEngine, ChatOptions, ResponsesEngine
+
     if entry.api == "responses":
         return ResponsesEngine(
             pool,

@@ -91,12 +91,17 @@ def test_the_test_engines_are_named_as_fakes() -> None:
         assert "FAKE" in (engine.__doc__ or ""), engine.__name__
 
 
-def test_starting_respond_does_not_import_the_mcp_or_hub_packages() -> None:
+# What `respond serve` imports to build a server of the bundled model (respond/_server.py).
+SERVE_IMPORTS = "respond.cli, respond._server, respond._registry, respond._parts, respond.app"
+
+
+def test_starting_respond_imports_only_what_its_models_and_tools_need() -> None:
     """The mcp client package (a quarter of respond's import time) is loaded at the first MCP
     tool (hosted/mcp.py), huggingface_hub (a tenth) when -hf fetches a model
-    (_hub_download.py): neither by every `respond` command and server start."""
+    (_hub_download.py), the upstream engines (and jsonschema) when a model is an upstream's
+    (_registry.py): not by every `respond` command and every start of a local model."""
     found = subprocess.run(
-        [sys.executable, "-c", "import sys, respond.cli; print(sorted(sys.modules))"],
+        [sys.executable, "-c", f"import sys, {SERVE_IMPORTS}; print(sorted(sys.modules))"],
         capture_output=True,
         text=True,
         check=True,
@@ -105,3 +110,4 @@ def test_starting_respond_does_not_import_the_mcp_or_hub_packages() -> None:
     assert "'mcp'" not in found and "'mcp_types'" not in found
     assert "'respond._hub'" in found  # the flags' own checks
     assert "'huggingface_hub'" not in found and "'tqdm'" not in found
+    assert "'respond.engines.upstream'" not in found and "'jsonschema'" not in found
