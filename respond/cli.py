@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -92,8 +93,9 @@ def _exit_now() -> None:
             thread.join()
     atexit._run_exitfuncs()
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or its reader gone: as at exit
+            stream.flush()
     os._exit(0)
 
 
