@@ -47,11 +47,8 @@ READERS = 4  # reader connections: GETs, resumes and searches run this many at o
 # failing now and then with "bad parameter or other API misuse".
 def _execute(conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> int:
     """Runs `sql`; the rows it changed."""
-    cursor = conn.execute(sql, args)
-    try:
+    with contextlib.closing(conn.execute(sql, args)) as cursor:
         return cursor.rowcount
-    finally:
-        cursor.close()
 
 
 def _executemany(conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -59,11 +56,8 @@ def _executemany(conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any
 
 
 def _fetch(conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> list[Sequence[Any]]:
-    cursor = conn.execute(sql, args)
-    try:
+    with contextlib.closing(conn.execute(sql, args)) as cursor:
         return cursor.fetchall()
-    finally:
-        cursor.close()
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
